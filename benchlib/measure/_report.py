@@ -1,0 +1,57 @@
+"""The console block, laid out like ``vllm bench serve``'s ``Serving Benchmark Result``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from benchlib.measure._metrics import percentile_key
+
+__all__ = ["format_result"]
+
+_SECTIONS = (
+    ("ttft", "Time to First Token", "TTFT"),
+    ("tpot", "Time per Output Token (excl. 1st token)", "TPOT"),
+    ("itl", "Inter-token Latency", "ITL"),
+    ("itl_per_token", "Inter-token Latency per token (benchlib)", "ITL/token"),
+    ("e2el", "End-to-end Latency", "E2EL"),
+)
+
+
+def _row(label: str, value: Any) -> str:
+    if isinstance(value, float):
+        return f"{label:<40} {value:<10.2f}"
+    return f"{label:<40} {value!s:<10}"
+
+
+def format_result(result: dict[str, Any], percentiles: Sequence[float]) -> str:
+    """The block as text. Rows and labels follow the reference; benchlib's extra rows are
+    marked so nobody mistakes them for reference numbers."""
+    lines = ["{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")]
+    lines.append(_row("Successful requests:", result["completed"]))
+    lines.append(_row("Failed requests:", result["failed"]))
+    if result.get("max_concurrency") is not None:
+        lines.append(_row("Maximum request concurrency:", result["max_concurrency"]))
+    if result.get("request_rate") not in (None, "inf", float("inf")):
+        lines.append(_row("Request rate configured (RPS):", float(result["request_rate"])))
+    lines.append(_row("Benchmark duration (s):", result["duration"]))
+    lines.append(_row("Total input tokens:", result["total_input_tokens"]))
+    lines.append(_row("Total generated tokens:", result["total_output_tokens"]))
+    lines.append(_row("Request throughput (req/s):", result["request_throughput"]))
+    if result.get("request_goodput") is not None:
+        lines.append(_row("Request goodput (req/s):", result["request_goodput"]))
+    lines.append(_row("Output token throughput (tok/s):", result["output_throughput"]))
+    lines.append(_row("Peak output token throughput (tok/s):",
+                      result["max_output_tokens_per_s"]))
+    lines.append(_row("Peak concurrent requests:", result["max_concurrent_requests"]))
+    lines.append(_row("Total token throughput (tok/s):", result["total_token_throughput"]))
+    lines.append(_row("Mean tokens per chunk (benchlib):", result["mean_tokens_per_chunk"]))
+    for key, title, short in _SECTIONS:
+        lines.append("{s:{c}^{n}}".format(s=title, n=50, c="-"))
+        lines.append(_row(f"Mean {short} (ms):", result[f"mean_{key}_ms"]))
+        lines.append(_row(f"Median {short} (ms):", result[f"median_{key}_ms"]))
+        for p in percentiles:
+            label = percentile_key(p).upper()
+            lines.append(_row(f"{label} {short} (ms):", result[f"{percentile_key(p)}_{key}_ms"]))
+    lines.append("=" * 50)
+    return "\n".join(lines)

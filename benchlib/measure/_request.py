@@ -1,0 +1,239 @@
+"""What is sent for one prompt, and what its captured stream means.
+
+:func:`build_body` makes the JSON body ``vllm bench serve`` would send (streamed, with
+``stream_options.include_usage``). :func:`decode_capture` turns a
+:class:`~benchlib.measure._connection.StreamCapture` into a :class:`RequestOutcome` with the
+reference definitions, corrected where the reference is wrong:
+
+* TTFT ends at the first event that carries generated text: content, reasoning
+  (``reasoning_content`` or ``reasoning``) or tool-call text. A role-only chunk does not count.
+* E2EL ends at the last event with non-empty ``choices`` (the usage event and ``[DONE]`` do not
+  count), as in the reference.
+* ITL lists the gaps between consecutive events that carry generated text: one value per
+  chunk. Tokens are never chunks: the output length comes from the server's usage, or, flagged,
+  from the tokenizer.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from benchlib.measure._connection import StreamCapture
+
+__all__ = ["EndpointKind", "Prompt", "RequestOutcome", "build_body", "decode_capture"]
+
+EndpointKind = Literal["completions", "chat"]
+
+API_PATHS: dict[str, str] = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """One dataset entry: text (or chat messages), its token count, the output length asked."""
+
+    prompt: str | list[dict[str, Any]]
+    prompt_len: int
+    output_len: int | None
+
+
+def build_body(prompt: Prompt, kind: EndpointKind, model: str, *, ignore_eos: bool,
+               sampling: dict[str, Any] | None = None) -> bytes:
+    """The request body, as ``vllm bench serve`` builds it for the ``openai`` backends."""
+    body: dict[str, Any] = {"model": model, "stream": True,
+                            "stream_options": {"include_usage": True}}
+    if kind == "chat":
+        messages = (prompt.prompt if isinstance(prompt.prompt, list)
+                    else [{"role": "user", "content": prompt.prompt}])
+        body["messages"] = messages
+        if prompt.output_len is not None:
+            body["max_completion_tokens"] = prompt.output_len
+    else:
+        if isinstance(prompt.prompt, list):
+            raise ValueError("chat messages need --endpoint chat")
+        body["prompt"] = prompt.prompt
+        if prompt.output_len is not None:
+            body["max_tokens"] = prompt.output_len
+    body["temperature"] = 0.0
+    if ignore_eos:
+        body["ignore_eos"] = True
+    if sampling:
+        body.update(sampling)
+    return json.dumps(body, ensure_ascii=False).encode()
+
+
+@dataclass(slots=True)
+class RequestOutcome:
+    """One request, interpreted. Times are ``perf_counter_ns`` values; durations in ns."""
+
+    index: int
+    prompt_len: int
+    start_ns: int
+    success: bool = False
+    error: str = ""
+    http_status: int | None = None
+    response_id: str = ""
+    finish_reason: str | None = None
+    ttft_ns: int | None = None
+    latency_ns: int | None = None
+    itl_ns: list[int] = field(default_factory=list)
+    #: arrival time and generated text of every event that carried generated text
+    chunk_times_ns: list[int] = field(default_factory=list)
+    chunk_texts: list[str] = field(default_factory=list)
+    text: str = ""
+    reasoning: str = ""
+    tool_text: str = ""
+    output_tokens: int = 0
+    output_tokens_source: Literal["usage", "tokenizer", "none"] = "none"
+    server_prompt_tokens: int | None = None
+    kernel_clock: bool = False
+    #: when the request ended: its last choices event on success, else when it was given up
+    end_ns: int = 0
+
+    @property
+    def generated(self) -> str:
+        """Everything generated, in arrival order (reasoning, content and tool-call text)."""
+        return "".join(self.chunk_texts)
+
+
+def _error_message(body: bytes) -> str:
+    try:
+        obj = json.loads(body)
+    except ValueError:
+        return body[:200].decode("utf-8", "replace").strip()
+    if isinstance(obj, dict):
+        err = obj.get("error", obj)
+        if isinstance(err, dict):
+            return str(err.get("message") or err.get("detail") or err)[:500]
+        return str(err)[:500]
+    return str(obj)[:500]
+
+
+def _delta_text(choice: dict[str, Any], kind: EndpointKind) -> tuple[str, str, str]:
+    """(content, reasoning, tool text) carried by one streamed choice."""
+    if kind == "completions":
+        return choice.get("text") or "", "", ""
+    delta = choice.get("delta") or {}
+    content = delta.get("content") or ""
+    reasoning = delta.get("reasoning_content") or delta.get("reasoning") or ""
+    tool = ""
+    for call in delta.get("tool_calls") or ():
+        fn = call.get("function") or {}
+        tool += (fn.get("name") or "") + (fn.get("arguments") or "")
+    return content, reasoning, tool
+
+
+def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
+                   kind: EndpointKind) -> RequestOutcome:
+    """Interpret a captured response. Never raises: every fault becomes ``error``."""
+    out = RequestOutcome(index=index, prompt_len=prompt_len, start_ns=capture.start_ns,
+                         http_status=capture.status, kernel_clock=capture.kernel_clock,
+                         end_ns=capture.end_ns)
+    if capture.status is not None and capture.status != 200:
+        out.error = f"HTTP {capture.status}: {_error_message(bytes(capture.body))}"
+        return out
+    if capture.error is not None and not capture.events:
+        out.error = capture.error
+        return out
+    if capture.status == 200 and "text/event-stream" not in capture.content_type:
+        out.error = ("server answered with a JSON body, not an event stream "
+                     f"(content-type {capture.content_type or 'missing'!r})")
+        return out
+    content: list[str] = []
+    reasoning: list[str] = []
+    tools: list[str] = []
+    last_choice_ns: int | None = None
+    prev_ns: int | None = None
+    for n, (arrival, payload) in enumerate(capture.events):
+        if payload == b"[DONE]":
+            continue
+        try:
+            obj = json.loads(payload)
+        except ValueError:
+            out.error = f"SSE event {n} is not valid JSON: {payload[:80]!r}"
+            return out
+        if not isinstance(obj, dict):
+            out.error = f"SSE event {n} is not a JSON object: {payload[:80]!r}"
+            return out
+        if "error" in obj or obj.get("object") == "error":
+            out.error = f"server error in stream: {_error_message(payload)}"
+            return out
+        if not out.response_id and obj.get("id"):
+            out.response_id = str(obj["id"])
+        usage = obj.get("usage")
+        if isinstance(usage, dict) and usage.get("completion_tokens") is not None:
+            out.output_tokens = int(usage["completion_tokens"])
+            out.output_tokens_source = "usage"
+            if usage.get("prompt_tokens") is not None:
+                out.server_prompt_tokens = int(usage["prompt_tokens"])
+        choices = obj.get("choices")
+        if not choices:
+            continue
+        choice = choices[0]
+        last_choice_ns = arrival
+        if choice.get("finish_reason"):
+            out.finish_reason = str(choice["finish_reason"])
+        c, r, t = _delta_text(choice, kind)
+        if not (c or r or t):
+            continue
+        content.append(c)
+        reasoning.append(r)
+        tools.append(t)
+        out.chunk_times_ns.append(arrival)
+        out.chunk_texts.append(r + c + t)
+        if prev_ns is None:
+            out.ttft_ns = arrival - capture.start_ns
+        else:
+            out.itl_ns.append(arrival - prev_ns)
+        prev_ns = arrival
+    out.text, out.reasoning, out.tool_text = "".join(content), "".join(reasoning), "".join(tools)
+    if capture.error is not None:
+        out.error = capture.error
+    elif not capture.saw_done:
+        out.error = "stream ended without [DONE]"
+    elif out.ttft_ns is None or last_choice_ns is None:
+        out.error = "stream carried no generated text"
+    else:
+        out.latency_ns = last_choice_ns - capture.start_ns
+        out.end_ns = last_choice_ns
+        out.success = True
+    return out
+
+
+def chunk_token_counts(outcome: RequestOutcome, tokenizer: Any | None) -> list[float]:
+    """How many tokens each text-carrying chunk held.
+
+    With a fast tokenizer: re-tokenize the whole generated text once and give each token to
+    the chunk its first character arrived in. Without one: the server's total spread evenly.
+    Scaled to the server's count when there is one. Used to split ITL per token and to bucket
+    tokens in time, never to count the output.
+    """
+    texts = outcome.chunk_texts
+    if not texts:
+        return []
+    if tokenizer is not None:
+        try:
+            enc = tokenizer(outcome.generated, add_special_tokens=False,
+                            return_offsets_mapping=True)
+            offsets = enc["offset_mapping"]
+        except (NotImplementedError, KeyError, TypeError, ValueError):
+            offsets = None
+        if offsets:
+            bounds: list[int] = []
+            pos = 0
+            for t in texts:
+                pos += len(t)
+                bounds.append(pos)
+            counts = [0.0] * len(texts)
+            for start, _ in offsets:
+                counts[min(bisect.bisect_right(bounds, start), len(texts) - 1)] += 1
+            total = sum(counts)
+            if outcome.output_tokens and total:
+                # the server's tokens are the truth; re-tokenizing only says how they split
+                scale = outcome.output_tokens / total
+                counts = [c * scale for c in counts]
+            return counts
+    per = outcome.output_tokens / len(texts) if outcome.output_tokens else 1.0
+    return [per] * len(texts)

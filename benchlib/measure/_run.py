@@ -1,0 +1,146 @@
+"""One measurement, end to end: prompts → load → per-request log → metrics → files.
+
+Nothing measured is lost: each request's record is appended and flushed to
+``<result stem>.requests.jsonl`` the moment it ends, so a killed run keeps every finished
+request; the result JSON is written (atomically) even when every request failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from tqdm import tqdm
+
+from benchlib._exceptions import UsageError
+from benchlib.measure._config import MeasureConfig
+from benchlib.measure._connection import StreamCapture
+from benchlib.measure._datasets import file_prompts, random_prompts
+from benchlib.measure._loadgen import LoadPlan, run_load
+from benchlib.measure._metrics import summarize
+from benchlib.measure._request import RequestOutcome, build_body, chunk_token_counts
+
+__all__ = ["load_tokenizer", "measure", "requests_path"]
+
+_MS = 1e6
+
+
+def load_tokenizer(path: Path) -> Any:
+    """A Hugging Face tokenizer from a local folder (never the hub)."""
+    if not path.is_dir() and not path.is_file():
+        raise UsageError("--tokenizer", f"no such folder: {path}")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise UsageError("--tokenizer", f"cannot load a tokenizer from {path}: {exc}") from None
+
+
+def requests_path(result_json: Path) -> Path:
+    """``run.json`` → ``run.requests.jsonl``."""
+    return result_json.with_name(result_json.stem + ".requests.jsonl")
+
+
+def _record(o: RequestOutcome, counts: list[float], first_ns: int) -> dict[str, Any]:
+    tpot = None
+    if o.success and o.output_tokens > 1 and o.latency_ns is not None and o.ttft_ns is not None:
+        tpot = (o.latency_ns - o.ttft_ns) / (o.output_tokens - 1) / _MS
+    return {
+        "index": o.index, "success": o.success, "error": o.error,
+        "http_status": o.http_status, "response_id": o.response_id,
+        "start_s": (o.start_ns - first_ns) / 1e9 if o.start_ns else None,
+        "ttft_ms": o.ttft_ns / _MS if o.ttft_ns is not None else None,
+        "tpot_ms": tpot,
+        "e2el_ms": o.latency_ns / _MS if o.latency_ns is not None else None,
+        "itl_ms": [g / _MS for g in o.itl_ns],
+        "chunk_tokens": counts,
+        "prompt_len": o.prompt_len, "server_prompt_tokens": o.server_prompt_tokens,
+        "output_tokens": o.output_tokens, "output_tokens_source": o.output_tokens_source,
+        "finish_reason": o.finish_reason, "clock": "kernel" if o.kernel_clock else "userspace",
+        "generated_text": o.text, "reasoning_text": o.reasoning, "tool_call_text": o.tool_text,
+    }
+
+
+def measure(cfg: MeasureConfig, api_key: str | None = None,
+            out: IO[str] | None = None) -> dict[str, Any]:
+    """Run the measurement ``cfg`` describes and return the result dict (also written to
+    ``cfg.result_json`` and its ``.requests.jsonl`` when set)."""
+    tokenizer = load_tokenizer(cfg.tokenizer) if cfg.tokenizer is not None else None
+    if cfg.dataset == "random":
+        prompts = random_prompts(tokenizer, num_prompts=cfg.num_prompts, input_len=cfg.input_len,
+                                 output_len=cfg.output_len or 1,
+                                 range_ratio=cfg.random_range_ratio,
+                                 range_mode=cfg.range_ratio_mode, seed=cfg.seed)
+    else:
+        assert cfg.dataset_path is not None
+        prompts = file_prompts(cfg.dataset_path, tokenizer, num_prompts=cfg.num_prompts,
+                               output_len=cfg.output_len)
+    bodies = [build_body(p, cfg.endpoint, cfg.model, ignore_eos=cfg.ignore_eos) for p in prompts]
+    warmups = [bodies[i % len(bodies)] for i in range(cfg.num_warmups)]
+    plan = LoadPlan(base_url=cfg.base_url, kind=cfg.endpoint, max_concurrency=cfg.max_concurrency,
+                    request_rate=cfg.request_rate, burstiness=cfg.burstiness,
+                    num_warmups=cfg.num_warmups, request_timeout=cfg.request_timeout,
+                    seed=cfg.seed, api_key=api_key)
+    log: IO[str] | None = None
+    if cfg.result_json is not None:
+        cfg.result_json.parent.mkdir(parents=True, exist_ok=True)
+        log = requests_path(cfg.result_json).open("a", encoding="utf-8")
+    counts: dict[int, list[float]] = {}
+    bar = tqdm(total=len(bodies), desc="requests", unit="req", disable=cfg.disable_tqdm,
+               file=sys.stderr, mininterval=0.5)
+    first_ns: list[int] = []
+
+    def on_outcome(o: RequestOutcome, capture: StreamCapture) -> None:
+        if o.success and o.output_tokens_source == "none" and tokenizer is not None:
+            o.output_tokens = len(tokenizer(o.generated, add_special_tokens=False)["input_ids"])
+            o.output_tokens_source = "tokenizer"
+        counts[o.index] = chunk_token_counts(o, tokenizer) if o.success else []
+        if not first_ns:
+            first_ns.append(o.start_ns)
+        if log is not None:
+            log.write(json.dumps(_record(o, counts[o.index], first_ns[0])) + "\n")
+            log.flush()
+        bar.update(1)
+
+    date = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    try:
+        outcomes, duration_ns = asyncio.run(run_load(bodies, [p.prompt_len for p in prompts],
+                                                     plan, warmups, on_outcome))
+    finally:
+        bar.close()
+        if log is not None:
+            log.close()
+    result: dict[str, Any] = {
+        "date": date, "backend": "benchlib", "endpoint_type": cfg.endpoint,
+        "label": None, "model_id": cfg.model,
+        "tokenizer_id": str(cfg.tokenizer) if cfg.tokenizer else None,
+        "num_prompts": cfg.num_prompts,
+        "request_rate": "inf" if math.isinf(cfg.request_rate) else cfg.request_rate,
+        "burstiness": cfg.burstiness, "max_concurrency": cfg.max_concurrency,
+    }
+    result.update(summarize(outcomes, [counts[o.index] for o in outcomes],
+                            duration_ns=duration_ns, percentiles=cfg.percentiles,
+                            goodput=dict(cfg.goodput)))
+    result["clock"] = "kernel" if all(o.kernel_clock for o in outcomes if o.success) else "userspace"
+    result["benchlib"] = {
+        "input_len": cfg.input_len, "output_len": cfg.output_len, "dataset": cfg.dataset,
+        "random_range_ratio": cfg.random_range_ratio, "range_ratio_mode": cfg.range_ratio_mode,
+        "num_warmups": cfg.num_warmups, "seed": cfg.seed, "percentiles": list(cfg.percentiles),
+        "goodput": dict(cfg.goodput), "base_url": cfg.base_url,
+        "requests_jsonl": str(requests_path(cfg.result_json)) if cfg.result_json else None,
+    }
+    if cfg.result_json is not None:
+        tmp = cfg.result_json.with_suffix(cfg.result_json.suffix + ".tmp")
+        tmp.write_text(json.dumps(result, indent=2, allow_nan=False, default=str) + "\n",
+                       encoding="utf-8")
+        tmp.replace(cfg.result_json)
+    return result

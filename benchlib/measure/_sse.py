@@ -1,0 +1,78 @@
+"""Incremental Server-Sent Events decoder: bytes in any split, event payloads out.
+
+Follows the WHATWG event-stream rules that matter for OpenAI-compatible servers: lines end in
+CRLF, LF or CR; ``data:`` lines (one optional space after the colon) accumulate and are joined
+with LF; a blank line dispatches the event; comments (``:``) and other fields are ignored. A
+CR at the very end of the input is held back until the next byte says whether LF follows, so
+every split of the same stream decodes to the same events. Work per byte stays in C
+(``bytes.find``), which keeps multi-megabyte events cheap.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SSEDecoder"]
+
+
+class SSEDecoder:
+    """Feed raw body bytes with :meth:`feed`; get back the ``data`` payloads it completed."""
+
+    __slots__ = ("_buf", "_data", "_has_data")
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._data: list[bytes] = []
+        self._has_data = False
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """Decode ``chunk`` and return the payloads of every event it completed, in order."""
+        buf = self._buf + chunk if self._buf else chunk
+        events: list[bytes] = []
+        start = 0
+        end = len(buf)
+        while start < end:
+            lf = buf.find(b"\n", start)
+            cr = buf.find(b"\r", start, lf if lf >= 0 else end)
+            if cr >= 0:
+                if cr == end - 1:
+                    break  # a CR at the end: wait to see whether LF follows
+                line_end = cr
+                nxt = cr + 2 if buf[cr + 1] == 0x0A else cr + 1
+            elif lf >= 0:
+                line_end = lf
+                nxt = lf + 1
+            else:
+                break
+            self._line(buf[start:line_end], events)
+            start = nxt
+        self._buf = buf[start:]
+        return events
+
+    def close(self) -> list[bytes]:
+        """End of stream: a trailing unterminated line is processed; an undispatched event is
+        dropped, as the standard says."""
+        tail = self._buf
+        self._buf = b""
+        events: list[bytes] = []
+        if tail:
+            self._line(tail.rstrip(b"\r"), events)
+        self._data = []
+        self._has_data = False
+        return events
+
+    def _line(self, line: bytes, events: list[bytes]) -> None:
+        if not line:
+            if self._has_data:
+                events.append(b"\n".join(self._data))
+                self._data = []
+                self._has_data = False
+            return
+        if line.startswith(b"data"):
+            rest = line[4:]
+            if not rest:
+                value = b""
+            elif rest[0] == 0x3A:  # ':'
+                value = rest[2:] if rest[1:2] == b" " else rest[1:]
+            else:
+                return  # a field named e.g. "dataX": ignored
+            self._data.append(value)
+            self._has_data = True

@@ -1,0 +1,71 @@
+"""Shared fixtures: the tiny model (generated once per session) and the scripted server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchlib.models import make_tiny_model
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model folder: ``$BENCHLIB_TINY_MODEL`` (made by ``make model``) or a new one."""
+    given = os.environ.get("BENCHLIB_TINY_MODEL")
+    if given and (Path(given) / "config.json").is_file():
+        return Path(given)
+    return make_tiny_model(tmp_path_factory.mktemp("models") / "tiny-llama", seed=0)
+
+
+@pytest.fixture(scope="session")
+def tokenizer(tiny_model: Path) -> Any:
+    from benchlib.measure import load_tokenizer
+
+    return load_tokenizer(tiny_model)
+
+
+class ScriptedServerProcess:
+    """``benchlib scripted-server`` in a child process, so it shares the CPUs like an engine."""
+
+    def __init__(self, truth: Path, args: list[str]) -> None:
+        self.truth = truth
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchlib", "scripted-server", "--port", "0",
+             "--truth", str(truth), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.startswith("listening on "):
+            self.proc.kill()
+            raise RuntimeError(f"scripted server did not start: {line}{self.proc.stdout.read()}")
+        self.url = line.split()[-1]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@pytest.fixture
+def scripted(tmp_path: Path) -> Iterator[Callable[..., ScriptedServerProcess]]:
+    """Factory: ``scripted("--ttft-ms", "30")`` starts a server and returns it."""
+    started: list[ScriptedServerProcess] = []
+
+    def start(*args: str) -> ScriptedServerProcess:
+        server = ScriptedServerProcess(tmp_path / f"truth-{len(started)}.jsonl", list(args))
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
