@@ -199,7 +199,8 @@ def run_vllm_bench(
     data = _load_json(tool, raw_path, work)
     completed = int(_field(tool, data, "completed"))
     if completed == 0:
-        errors = [e for e in data.get("errors", []) if e][:3]
+        # Each error is a whole traceback; its last line names the cause.
+        errors = [str(e).strip().splitlines()[-1] for e in data.get("errors", []) if e][:3]
         raise PeerRunError(tool, f"no request succeeded; first errors: {errors}", _tail(work, tool))
     return PeerResult(
         tool=tool,

@@ -39,6 +39,14 @@ class MeasureConfig(BaseModel):
     result_json: Path | None = None
     disable_tqdm: bool = False
 
+    @model_validator(mode="after")
+    def _ratio(self) -> MeasureConfig:
+        if self.range_ratio_mode == "vllm" and self.random_range_ratio >= 1:
+            raise ValueError("--random-range-ratio must be in [0, 1) in vllm mode")
+        if self.random_range_ratio > 1:
+            raise ValueError("--random-range-ratio must be in [0, 1]")
+        return self
+
     @field_validator("base_url")
     @classmethod
     def _http(cls, value: str) -> str:

@@ -62,6 +62,11 @@ def random_prompts(tokenizer: Any, *, num_prompts: int, input_len: int, output_l
                    seed: int = 0) -> list[Prompt]:
     """``num_prompts`` prompts of random tokens with exact, verified input lengths."""
     rng = np.random.default_rng(seed)
+    if range_mode == "vllm":
+        # as vLLM: the tokens the server adds (BOS) come off the requested length, so the
+        # server sees --input-len; prompt_len is what the prompt itself holds
+        input_len = max(1, input_len - int(getattr(tokenizer, "num_special_tokens_to_add",
+                                                   lambda: 0)()))
     lo, hi = length_range(input_len, range_ratio, range_mode)
     olo, ohi = length_range(output_len, range_ratio, range_mode)
     input_lens = rng.integers(lo, hi + 1, size=num_prompts)

@@ -1,0 +1,30 @@
+"""Compare a measured run with the scripted server's truth file, request by request."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+
+def load_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def errors_vs_truth(requests_jsonl: Path, truth_jsonl: Path) -> dict[str, float]:
+    """Median measured-minus-true TTFT and TPOT (ms) over requests matched by response id."""
+    truth = {t["id"]: t for t in load_jsonl(truth_jsonl)}
+    ttft_err, tpot_err, true_ttft = [], [], []
+    for r in load_jsonl(requests_jsonl):
+        t = truth[r["response_id"]]
+        writes = t["content_writes_ns"]
+        tt = (writes[0] - t["arrival_ns"]) / 1e6
+        te2e = (writes[-1] - t["arrival_ns"]) / 1e6
+        true_ttft.append(tt)
+        ttft_err.append(r["ttft_ms"] - tt)
+        n = t["completion_tokens"]
+        if n > 1:
+            tpot_err.append(r["tpot_ms"] - (te2e - tt) / (n - 1))
+    return {"ttft": statistics.median(ttft_err), "tpot": statistics.median(tpot_err),
+            "true_ttft": statistics.median(true_ttft)}

@@ -1,0 +1,163 @@
+"""``benchlib measure`` against the scripted server: exact tokens, wire-accurate times.
+
+The server runs in its own process and shares this machine's CPUs with the client, as an
+engine would. Its truth file holds when each request's bytes arrived and when each chunk's
+``send`` returned; the measured numbers are compared with that, not with the knobs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchlib.measure import MeasureConfig, measure
+
+from ._truth import errors_vs_truth, load_jsonl
+
+VLLM_KEYS = {
+    "completed", "failed", "duration", "total_input_tokens", "total_output_tokens",
+    "request_throughput", "output_throughput", "total_token_throughput", "input_lens",
+    "output_lens", "ttfts", "itls", "errors", "max_output_tokens_per_s",
+    "max_concurrent_requests", "request_goodput", "max_concurrency", "request_rate",
+    "burstiness", "num_prompts", "model_id", "date", "backend",
+}
+
+
+def run(server: Any, tmp_path: Path, tiny_model: Path, **kw: Any) -> tuple[dict[str, Any], Path]:
+    out = tmp_path / f"run-{len(list(tmp_path.glob('run-*.json')))}.json"
+    args: dict[str, Any] = dict(base_url=server.url, model="scripted", tokenizer=tiny_model,
+                                input_len=32, output_len=20, num_prompts=20, max_concurrency=1,
+                                result_json=out, disable_tqdm=True)
+    args.update(kw)
+    return measure(MeasureConfig(**args)), out
+
+
+@pytest.mark.parametrize("concurrency,num_prompts,ttft_tol", [(1, 30, 0.5), (64, 256, 2.0)])
+def test_ttft_and_tpot_match_the_wire(scripted: Callable[..., Any], tmp_path: Path,
+                                      tiny_model: Path, concurrency: int, num_prompts: int,
+                                      ttft_tol: float) -> None:
+    server = scripted("--ttft-ms", "25", "--itl-ms", "8")
+    result, out = run(server, tmp_path, tiny_model, max_concurrency=concurrency,
+                      num_prompts=num_prompts, output_len=12, num_warmups=2)
+    assert result["completed"] == num_prompts and result["clock"] == "kernel"
+    err = errors_vs_truth(out.with_name(out.stem + ".requests.jsonl"), server.truth)
+    assert abs(err["ttft"]) < ttft_tol, err
+    assert abs(err["tpot"]) < 0.2, err
+    assert result["max_concurrent_requests"] <= concurrency
+
+
+def test_multi_token_chunks_are_not_tokens(scripted: Callable[..., Any], tmp_path: Path,
+                                           tiny_model: Path) -> None:
+    server = scripted("--ttft-ms", "5", "--itl-ms", "4", "--tokens-per-chunk", "3")
+    result, _ = run(server, tmp_path, tiny_model, output_len=30, num_prompts=10,
+                    max_concurrency=2)
+    assert result["total_output_tokens"] == 300
+    assert result["mean_tokens_per_chunk"] == pytest.approx(3.0)
+    assert result["output_tokens_source"] == {"usage": 10, "tokenizer": 0}
+    # per-token ITL spreads each chunk gap over its tokens (split by re-tokenizing, so a
+    # tokenizer other than the server's splits unevenly; the mean still holds)
+    assert result["mean_itl_per_token_ms"] == pytest.approx(result["mean_itl_ms"] / 3,
+                                                           rel=0.1)
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+def test_reasoning_counts_in_ttft_and_tokens(scripted: Callable[..., Any], tmp_path: Path,
+                                             tiny_model: Path, field: str) -> None:
+    server = scripted("--ttft-ms", "15", "--itl-ms", "5", "--reasoning-tokens", "6",
+                      "--reasoning-field", field)
+    result, out = run(server, tmp_path, tiny_model, endpoint="chat", output_len=10,
+                      num_prompts=5)
+    assert result["total_output_tokens"] == 50
+    err = errors_vs_truth(out.with_name(out.stem + ".requests.jsonl"), server.truth)
+    assert abs(err["ttft"]) < 0.5  # the first reasoning chunk ends TTFT, not the role chunk
+    rec = load_jsonl(out.with_name(out.stem + ".requests.jsonl"))[0]
+    assert rec["reasoning_text"].count(" ") == 6 and rec["generated_text"].count(" ") == 4
+
+
+def test_missing_usage_falls_back_to_the_tokenizer(scripted: Callable[..., Any],
+                                                   tmp_path: Path, tiny_model: Path,
+                                                   tokenizer: Any) -> None:
+    server = scripted("--ttft-ms", "1", "--itl-ms", "1", "--no-usage")
+    result, out = run(server, tmp_path, tiny_model, num_prompts=3)
+    rec = load_jsonl(out.with_name(out.stem + ".requests.jsonl"))[0]
+    assert rec["output_tokens_source"] == "tokenizer"
+    assert rec["output_tokens"] == len(tokenizer(rec["generated_text"],
+                                                 add_special_tokens=False)["input_ids"])
+    assert result["output_tokens_source"] == {"usage": 0, "tokenizer": 3}
+
+
+def test_request_rate_and_result_files(scripted: Callable[..., Any], tmp_path: Path,
+                                       tiny_model: Path) -> None:
+    server = scripted("--ttft-ms", "2", "--itl-ms", "1")
+    result, out = run(server, tmp_path, tiny_model, num_prompts=20, max_concurrency=None,
+                      request_rate=100.0, burstiness=0.5, goodput={"ttft": 1000.0})
+    saved = json.loads(out.read_text())
+    assert VLLM_KEYS <= saved.keys()
+    for stat in ("mean", "median", "std", "p50", "p90", "p95", "p99"):
+        for metric in ("ttft", "tpot", "itl", "e2el"):
+            assert f"{stat}_{metric}_ms" in saved
+    assert saved["request_goodput"] == pytest.approx(saved["request_throughput"])
+    assert len(load_jsonl(out.with_name(out.stem + ".requests.jsonl"))) == 20
+    assert result["errors"] == [""] * 20
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run([sys.executable, "-m", "benchlib", *args], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, **(env or {})})
+
+
+def test_cli_end_to_end_and_api_key_is_never_written(scripted: Callable[..., Any],
+                                                     tmp_path: Path, tiny_model: Path) -> None:
+    server = scripted("--ttft-ms", "3", "--itl-ms", "1")
+    secret = "sk-benchlib-planted-4f9a"
+    out = tmp_path / "cli.json"
+    proc = cli("measure", "--base-url", server.url, "--model", "scripted", "--endpoint", "chat",
+               "--dataset", "random", "--input-len", "16", "--output-len", "4",
+               "--num-prompts", "4", "--max-concurrency", "2", "--tokenizer", str(tiny_model),
+               "--seed", "1", "--result-json", str(out), "--disable-tqdm",
+               env={"OPENAI_API_KEY": secret})
+    assert proc.returncode == 0, proc.stderr
+    assert "Serving Benchmark Result" in proc.stdout and "Median TTFT (ms):" in proc.stdout
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path.name.startswith("cli"):
+            assert secret not in path.read_text()
+    assert secret not in proc.stdout + proc.stderr
+
+
+def test_connection_refused_is_a_message_not_a_traceback(tmp_path: Path,
+                                                         tiny_model: Path) -> None:
+    out = tmp_path / "refused.json"
+    proc = cli("measure", "--base-url", "http://127.0.0.1:9", "--model", "m",
+               "--tokenizer", str(tiny_model), "--input-len", "8", "--output-len", "2",
+               "--num-prompts", "3", "--result-json", str(out), "--disable-tqdm")
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr and "cannot connect" in proc.stderr
+    assert json.loads(out.read_text())["failed"] == 3
+    assert len(load_jsonl(tmp_path / "refused.requests.jsonl")) == 3
+
+
+@pytest.mark.parametrize("args,field", [
+    (["--max-concurrency", "0"], "--max-concurrency"),
+    (["--num-prompts", "-1"], "--num-prompts"),
+    (["--base-url", "localhost:8000"], "--base-url"),
+    (["--goodput", "ttft=5"], "--goodput"),
+    (["--metric-percentiles", "50,abc"], "--metric-percentiles"),
+    (["--tokenizer", "/nonexistent/tok"], "--tokenizer"),
+    (["--dataset", "file"], "--dataset-path"),
+])
+def test_bad_flags_exit_2_naming_the_field(args: list[str], field: str,
+                                           tiny_model: Path) -> None:
+    base = {"--base-url": "http://127.0.0.1:9", "--model": "m", "--tokenizer": str(tiny_model)}
+    for flag, value in zip(args[::2], args[1::2], strict=True):
+        base[flag] = value
+    proc = cli("measure", *[x for kv in base.items() for x in kv])
+    assert proc.returncode == 2, proc.stderr
+    assert field in proc.stderr and "Traceback" not in proc.stderr
