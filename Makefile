@@ -11,7 +11,7 @@ VLLM_VERSION := 0.32.0
 # the PyTorch CPU index: make engine VLLM_PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu"
 VLLM_PIP_ARGS ?=
 
-.PHONY: setup engine model demo test lint unit integration e2e bench clean
+.PHONY: setup engine model demo test lint unit integration e2e bench peers clean
 
 $(VENV)/.ok: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,7 +55,17 @@ test: setup engine model lint
 	BENCHLIB_ENGINE_PYTHON=$(CURDIR)/$(ENGINE)/bin/python BENCHLIB_TINY_MODEL=$(CURDIR)/$(MODEL) \
 		$(VENV)/bin/pytest -q tests
 
-bench: setup engine model
+# GuideLLM for the accuracy benchmark, in its own environment (it pulls a CUDA torch build:
+# about 6 GB; benchmark only, never CI)
+GUIDELLM := .engines/guidellm
+$(GUIDELLM)/.ok:
+	$(PYTHON) -m venv $(GUIDELLM)
+	$(GUIDELLM)/bin/pip install -q guidellm==0.8.1
+	touch $@
+
+peers: engine $(GUIDELLM)/.ok
+
+bench: setup engine model peers
 	$(VENV)/bin/python benchmarks/wire_accuracy.py
 
 clean:

@@ -10,13 +10,15 @@ from __future__ import annotations
 import datetime as dt
 import socket
 from pathlib import Path
+from typing import Literal
 
 from benchlib.engines import vllm_server
 from benchlib.measure import MeasureConfig, format_result, measure
 
 __all__ = ["run_demo"]
 
-_SCENARIOS = (("completions", 128, 64), ("chat", 128, 64))
+_SCENARIOS: tuple[tuple[Literal["completions", "chat"], int, int], ...] = (
+    ("completions", 128, 64), ("chat", 128, 64))
 _CONCURRENCIES = (1, 4)
 
 

@@ -35,7 +35,7 @@ class MeasureConfig(BaseModel):
     tokenizer: Path | None = None
     seed: int = 0
     percentiles: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0)
-    goodput: dict[Literal["ttft", "tpot", "e2el"], float] = Field(default_factory=dict)
+    goodput: dict[str, float] = Field(default_factory=dict)
     result_json: Path | None = None
     disable_tqdm: bool = False
 
@@ -66,6 +66,8 @@ class MeasureConfig(BaseModel):
     @classmethod
     def _slo(cls, value: dict[str, float]) -> dict[str, float]:
         for key, ms in value.items():
+            if key not in ("ttft", "tpot", "e2el"):
+                raise ValueError(f"unknown SLO {key!r}: use ttft, tpot or e2el")
             if ms <= 0:
                 raise ValueError(f"{key} SLO must be > 0 ms, got {ms}")
         return value

@@ -15,6 +15,7 @@ the request, waiting for a free connection or for the event loop are not counted
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import time
 from dataclasses import dataclass, field
@@ -192,8 +193,7 @@ class Connection:
         decoder = self._decoder
         while True:
             event = conn.next_event()
-            kind = type(event)
-            if kind is h11.Data:
+            if isinstance(event, h11.Data):
                 if capture.status == 200 and "text/event-stream" in capture.content_type:
                     events = capture.events
                     for payload in decoder.feed(event.data):
@@ -202,19 +202,19 @@ class Connection:
                             capture.saw_done = True
                 else:
                     capture.body += event.data
-            elif kind is h11.Response:
+            elif isinstance(event, h11.Response):
                 capture.status = event.status_code
                 for name, value in event.headers:
                     if name == b"content-type":
                         capture.content_type = value.decode("latin-1").lower()
-            elif kind is h11.InformationalResponse:
+            elif isinstance(event, h11.InformationalResponse):
                 continue
-            elif kind is h11.EndOfMessage:
+            elif isinstance(event, h11.EndOfMessage):
                 capture.complete = True
                 capture.end_ns = arrival
                 self._finish()
                 return
-            elif kind is h11.ConnectionClosed or event is h11.PAUSED:
+            elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
                 capture.end_ns = arrival
                 self._finish("connection closed by the server before the response ended")
                 return
@@ -228,10 +228,8 @@ class Connection:
         if self.closed:
             return
         self.closed = True
-        try:
+        with contextlib.suppress(ValueError, OSError):
             self._loop.remove_reader(self._sock.fileno())
-        except (ValueError, OSError):
-            pass
         self._sock.close()
 
 

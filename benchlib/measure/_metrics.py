@@ -46,6 +46,11 @@ def _stats(name: str, values_ms: Sequence[float], percentiles: Sequence[float]) 
     return out
 
 
+def _input_tokens(o: RequestOutcome) -> int:
+    """The server's prompt count when it sent one (as the reference does), else the dataset's."""
+    return o.server_prompt_tokens if o.server_prompt_tokens is not None else o.prompt_len
+
+
 def _peak_overlap(intervals: Sequence[tuple[int, int]]) -> int:
     edges = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals])
     peak = cur = 0
@@ -97,7 +102,7 @@ def summarize(outcomes: Sequence[RequestOutcome], token_counts: Sequence[Sequenc
         for t, c in zip(o.chunk_times_ns, counts, strict=False):
             bucket = int((t - first_start) // 1_000_000_000)
             peak_bucket[bucket] = peak_bucket.get(bucket, 0.0) + c
-    total_in = sum(o.prompt_len for o in ok)
+    total_in = sum(_input_tokens(o) for o in ok)
     total_out = sum(o.output_tokens for o in ok)
     good = 0
     if goodput:
@@ -130,7 +135,7 @@ def summarize(outcomes: Sequence[RequestOutcome], token_counts: Sequence[Sequenc
     result.update(_stats("itl_per_token", per_token_itls, percentiles))
     result["mean_tokens_per_chunk"] = total_out / chunks if chunks else 0.0
     result["output_tokens_source"] = sources
-    result["input_lens"] = [o.prompt_len for o in outcomes]
+    result["input_lens"] = [_input_tokens(o) for o in outcomes]
     result["output_lens"] = [o.output_tokens if o.success else 0 for o in outcomes]
     result["ttfts"] = [o.ttft_ns / _NS if o.success and o.ttft_ns else 0.0 for o in outcomes]
     result["itls"] = [[g / _NS for g in o.itl_ns] if o.success else [] for o in outcomes]

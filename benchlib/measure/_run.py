@@ -85,7 +85,7 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
         prompts = file_prompts(cfg.dataset_path, tokenizer, num_prompts=cfg.num_prompts,
                                output_len=cfg.output_len)
     bodies = [build_body(p, cfg.endpoint, cfg.model, ignore_eos=cfg.ignore_eos) for p in prompts]
-    warmups = [bodies[i % len(bodies)] for i in range(cfg.num_warmups)]
+    warmups = [bodies[0]] * cfg.num_warmups  # as the reference: the first prompt, N times
     plan = LoadPlan(base_url=cfg.base_url, kind=cfg.endpoint, max_concurrency=cfg.max_concurrency,
                     request_rate=cfg.request_rate, burstiness=cfg.burstiness,
                     num_warmups=cfg.num_warmups, request_timeout=cfg.request_timeout,
@@ -130,7 +130,8 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
     result.update(summarize(outcomes, [counts[o.index] for o in outcomes],
                             duration_ns=duration_ns, percentiles=cfg.percentiles,
                             goodput=dict(cfg.goodput)))
-    result["clock"] = "kernel" if all(o.kernel_clock for o in outcomes if o.success) else "userspace"
+    stamped = all(o.kernel_clock for o in outcomes if o.success)
+    result["clock"] = "kernel" if stamped else "userspace"
     result["benchlib"] = {
         "input_len": cfg.input_len, "output_len": cfg.output_len, "dataset": cfg.dataset,
         "random_range_ratio": cfg.random_range_ratio, "range_ratio_mode": cfg.range_ratio_mode,

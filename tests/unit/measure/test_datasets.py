@@ -47,7 +47,7 @@ def test_file_prompts(tmp_path: Path, tokenizer: Any) -> None:
 def test_file_prompts_errors_name_the_flag(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": 1}\n')
-    with pytest.raises(UsageError, match="--dataset-path.*bad.jsonl:1"):
+    with pytest.raises(UsageError, match=r"--dataset-path.*bad\.jsonl:1"):
         file_prompts(bad, None, num_prompts=None, output_len=None)
     with pytest.raises(UsageError, match="no such file"):
         file_prompts(tmp_path / "missing.jsonl", None, num_prompts=None, output_len=None)
@@ -57,4 +57,6 @@ def test_arrivals_seeded_and_paced() -> None:
     assert arrival_offsets(3, float("inf"), 1.0, 0) == [0.0, 0.0, 0.0]
     a = arrival_offsets(2000, 50.0, 1.0, 7)
     assert a == arrival_offsets(2000, 50.0, 1.0, 7)
-    assert a[0] == 0.0 and a[-1] / 1999 == pytest.approx(1 / 50, rel=0.1)
+    assert a[-1] == pytest.approx(2000 / 50)  # the reference rescales to n / rate
+    assert a[0] > 0 and all(x <= y for x, y in zip(a, a[1:], strict=False))
+    assert arrival_offsets(4, 2.0, float("inf"), 0) == [0.5, 1.0, 1.5, 2.0]

@@ -60,9 +60,9 @@ def test_completions_text() -> None:
 
 
 def test_faults_are_named() -> None:
-    assert "HTTP 500: boom" == decode_capture(
+    assert decode_capture(
         0, 1, StreamCapture(status=500, body=bytearray(b'{"error": {"message": "boom"}}')),
-        "chat").error
+        "chat").error == "HTTP 500: boom"
     assert "JSON body" in decode_capture(0, 1, capture([], ctype="application/json"),
                                          "chat").error
     assert "without [DONE]" in decode_capture(0, 1, capture([(1, chat({"content": "a"}))],
