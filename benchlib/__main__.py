@@ -2,6 +2,6 @@
 
 import sys
 
-from benchlib._cli import main
+from benchlib.cli import main
 
 sys.exit(main())

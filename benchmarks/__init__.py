@@ -1,0 +1,1 @@
+"""Benchmarks: benchlib side by side with its peers, in one run."""
