@@ -1,5 +1,5 @@
 # benchlib — every target does its own setup on a fresh machine.
-#   make demo   the main job: embedded vLLM CPU engine + tiny model, measured
+#   make demo   the main job: params/demo.yaml (vLLM CPU engine + tiny model) run end to end
 #   make test   lint, type-check and every test tier
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -11,12 +11,14 @@ VLLM_VERSION := 0.32.0
 # the PyTorch CPU index: make engine VLLM_PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu"
 VLLM_PIP_ARGS ?=
 
-.PHONY: setup engine model demo test lint unit integration e2e bench peers clean
+.PHONY: setup engine model demo lab test lint unit integration e2e bench peers clean
 
 $(VENV)/.ok: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e '.[dev]'
+	# the kernel the notebooks name, inside the venv (papermill and JupyterLab find it there)
+	$(VENV)/bin/python -m ipykernel install --sys-prefix --name benchlib --display-name "Python (benchlib)"
 	touch $@
 
 setup: $(VENV)/.ok
@@ -36,7 +38,11 @@ $(MODEL)/config.json: $(VENV)/.ok
 model: $(MODEL)/config.json
 
 demo: setup engine model
-	$(VENV)/bin/benchlib demo --engine-python $(ENGINE)/bin/python --model-dir $(MODEL)
+	$(VENV)/bin/benchlib run params/demo.yaml
+
+lab: setup
+	$(VENV)/bin/pip install -q -e '.[dev,lab]'
+	$(VENV)/bin/jupyter lab notebooks/
 
 lint: setup
 	$(VENV)/bin/ruff check benchlib tests benchmarks

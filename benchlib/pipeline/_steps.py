@@ -1,0 +1,320 @@
+"""The work behind each notebook, so that a notebook cell reads like a sentence.
+
+``00_plan`` → :func:`plan_overview`; ``01_download`` → :func:`download_model`;
+``02_launch`` → :func:`launch_summary`; ``03_measure`` → :func:`measure_scenarios` and
+:func:`measure_figure`; ``04_compare`` → :func:`compare_runs`. Each step's results go to the
+``results_path`` the runner gives it (:func:`save_results`), written as they accrue, and the
+runner copies them into the step's sidecar.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchlib._exceptions import BenchlibError, UsageError
+from benchlib.engines import EngineError, first_token, parse_engine_log
+from benchlib.measure import MeasureConfig, measure
+from benchlib.provenance import hash_model_folder
+from benchlib.recipe import Recipe
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "Chart",
+    "compare_runs",
+    "download_model",
+    "launch_summary",
+    "load",
+    "measure_figure",
+    "measure_scenarios",
+    "model_config_summary",
+    "plan_overview",
+    "save_results",
+    "summary_table",
+]
+
+#: per-request arrays stay in the measure JSON; the sidecar keeps the aggregates
+_BULKY = ("input_lens", "output_lens", "ttfts", "itls", "errors")
+TABLE_COLUMNS = ["scenario", "endpoint", "input_len", "output_len", "concurrency", "completed",
+                 "failed", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms",
+                 "median_itl_ms", "median_e2el_ms", "output_throughput", "per_user_tok_s",
+                 "mean_tokens_per_chunk"]
+
+
+def load(recipe_path: str | Path) -> Recipe:
+    """The run's recipe snapshot (paths already absolute), as the runner wrote it."""
+    return Recipe.model_validate_json(Path(recipe_path).read_text(encoding="utf-8"))
+
+
+def save_results(results_path: str | Path, results: dict[str, Any]) -> None:
+    """Write a step's results now (atomically), so a later failure keeps them."""
+    if not results_path:
+        return
+    path = Path(results_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(results, indent=2, default=str, allow_nan=False) + "\n",
+                   encoding="utf-8")
+    tmp.replace(path)
+
+
+def _read_results(results_path: str | Path) -> dict[str, Any]:
+    path = Path(results_path)
+    if results_path and path.is_file():
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return data
+    return {}
+
+
+# ---------------------------------------------------------------- 00_plan
+def plan_overview(recipe: Recipe) -> pd.DataFrame:
+    """The scenarios to run and the model's shape as its config.json gives it."""
+    import pandas as pd
+
+    rows = []
+    for s in recipe.scenarios:
+        for i, c in enumerate(s.concurrencies):
+            rows.append({"scenario": s.name, "endpoint": s.endpoint, "input_len": s.input_len,
+                         "output_len": s.output_len, "concurrency": c,
+                         "num_prompts": s.prompts_at(i),
+                         "tokens_needed": s.input_len + s.output_len})
+    return pd.DataFrame(rows)
+
+
+def model_config_summary(recipe: Recipe) -> dict[str, Any]:
+    """Key shape fields of the model's config.json, when a local copy exists."""
+    path = recipe.model.local_path
+    if path is None or not (path / "config.json").is_file():
+        return {}
+    cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    cfg = cfg.get("text_config", cfg)
+    keys = ("model_type", "num_hidden_layers", "hidden_size", "num_attention_heads",
+            "num_key_value_heads", "head_dim", "vocab_size", "max_position_embeddings")
+    return {k: cfg.get(k) for k in keys if k in cfg}
+
+
+# ---------------------------------------------------------------- 01_download
+def download_model(recipe: Recipe, results_path: str | Path = "") -> dict[str, Any]:
+    """Fetch the pinned snapshot from the hub (disk space checked first), or verify a local
+    folder; record the resolved commit and a content hash of the files."""
+    spec = recipe.model
+    if spec.local_path is not None:
+        path = spec.local_path
+        if not (path / "config.json").is_file() and not any(path.glob("*.gguf")):
+            raise UsageError("model.local_path", f"{path} holds no config.json or .gguf file")
+        result: dict[str, Any] = {"source": "local", "model_path": str(path),
+                                  "revision": spec.revision, "resolved_revision": None}
+    else:
+        from huggingface_hub import HfApi, snapshot_download
+
+        token = os.environ.get(spec.hf_token_env) if spec.hf_token_env else None
+        info = HfApi().model_info(spec.id, revision=spec.revision, files_metadata=True,
+                                  token=token)
+        need = sum((f.size or 0) for f in (info.siblings or []))
+        free = shutil.disk_usage(os.environ.get("HF_HOME", Path.home())).free
+        if need > free:
+            raise BenchlibError(f"{spec.id}@{info.sha} needs {need / 2**30:.1f} GiB, only "
+                                f"{free / 2**30:.1f} GiB free: narrow model.include or free "
+                                "disk space")
+        path = Path(snapshot_download(spec.id, revision=info.sha, token=token,
+                                      allow_patterns=spec.include or None,
+                                      ignore_patterns=spec.exclude or None))
+        result = {"source": "hub", "model_path": str(path), "revision": spec.revision,
+                  "resolved_revision": info.sha}
+    result["files_hash"] = hash_model_folder(path).model_dump()
+    save_results(results_path, result)
+    return result
+
+
+# ---------------------------------------------------------------- 02_launch
+def launch_summary(recipe: Recipe, *, base_url: str, engine_log: str, command: str,
+                   startup_s: float | None, launch_error: str,
+                   results_path: str | Path = "") -> dict[str, Any]:
+    """What the launch did: command, startup time, the log's facts; a fresh 1-token probe.
+
+    Raises :class:`EngineError` (with the log's hints) when the runner could not start it.
+    """
+    text = Path(engine_log).read_text(encoding="utf-8", errors="replace") if engine_log else ""
+    facts = parse_engine_log(text)
+    if launch_error:
+        raise EngineError(launch_error, "\n".join(text.splitlines()[-30:]),
+                          [f"{f.name}: {f.hint}" for f in facts.failures])
+    api_key = (os.environ.get(recipe.engine.api_key_env) if recipe.engine.api_key_env
+               else None)
+    chat = all(s.endpoint == "chat" for s in recipe.scenarios)
+    probe = first_token(base_url, recipe.model.served_model_name, chat=chat, api_key=api_key)
+    if probe is not None:
+        raise EngineError(f"the engine at {base_url} did not answer a 1-token request: {probe}")
+    log_facts = {k: v for k, v in dataclasses.asdict(facts).items() if k != "failures"}
+    result = {"kind": recipe.engine.kind, "base_url": base_url, "command": command,
+              "startup_s": startup_s, "engine_log": engine_log, "log_facts": log_facts}
+    save_results(results_path, result)
+    return result
+
+
+# ---------------------------------------------------------------- 03_measure
+def measure_scenarios(recipe: Recipe, *, base_url: str, run_dir: str | Path,
+                      results_path: str | Path = "", force: bool = False) -> pd.DataFrame:
+    """Every scenario at every concurrency, in order; each result saved as it finishes.
+
+    A scenario/concurrency already in ``results_path`` (a resumed run) is not measured again
+    unless ``force``. Returns the summary table.
+    """
+    results = {} if force else _read_results(results_path)
+    api_key = (os.environ.get(recipe.engine.api_key_env) if recipe.engine.api_key_env
+               else None)
+    tokenizer = recipe.model.local_path
+    out_dir = Path(run_dir) / "measure"
+    for s in recipe.scenarios:
+        for i, conc in enumerate(s.concurrencies):
+            key = f"{s.name}/c{conc}"
+            if key in results and results[key].get("completed", 0) > 0:
+                print(f"{key}: done in an earlier attempt, skipped", flush=True)
+                continue
+            print(f"{key}: {s.prompts_at(i)} prompts, {s.input_len} in / {s.output_len} out",
+                  flush=True)
+            cfg = MeasureConfig(
+                base_url=base_url, model=recipe.model.served_model_name, endpoint=s.endpoint,
+                dataset=s.dataset, dataset_path=s.dataset_path, input_len=s.input_len,
+                output_len=s.output_len, random_range_ratio=s.random_range_ratio,
+                num_prompts=s.prompts_at(i), max_concurrency=conc, request_rate=s.request_rate,
+                burstiness=s.burstiness, num_warmups=s.num_warmups,
+                request_timeout=s.request_timeout_s, ignore_eos=s.ignore_eos,
+                tokenizer=tokenizer, seed=0, disable_tqdm=True,
+                result_json=out_dir / f"{s.name}-c{conc}.json")
+            r = measure(cfg, api_key=api_key)
+            errors = [e for e in r["errors"] if e]
+            results[key] = {**{k: v for k, v in r.items() if k not in _BULKY},
+                            "scenario": s.name, "concurrency": conc,
+                            "input_len": s.input_len, "output_len": s.output_len,
+                            "result_json": str(cfg.result_json),
+                            "first_errors": errors[:3]}
+            save_results(results_path, results)
+            print(f"{key}: {r['completed']} ok, {r['failed']} failed, median TTFT "
+                  f"{r['median_ttft_ms']:.1f} ms, TPOT {r['median_tpot_ms']:.2f} ms", flush=True)
+    return summary_table(results)
+
+
+def summary_table(results: dict[str, Any]) -> pd.DataFrame:
+    """One row per scenario × concurrency from a measure step's results."""
+    import pandas as pd
+
+    rows = []
+    for r in results.values():
+        tpot = r.get("median_tpot_ms") or 0.0
+        rows.append({**{k: r.get(k) for k in TABLE_COLUMNS},
+                     "endpoint": r.get("endpoint_type"),
+                     "per_user_tok_s": 1000.0 / tpot if tpot else None})
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+class Chart:
+    """A matplotlib figure that notebooks show as a PNG (no pyplot, no global state)."""
+
+    def __init__(self, figure: Figure) -> None:
+        self.figure = figure
+
+    def _repr_png_(self) -> bytes:
+        buf = io.BytesIO()
+        self.figure.savefig(buf, format="png", dpi=100)
+        return buf.getvalue()
+
+    def save(self, path: str | Path) -> Path:
+        """Write the PNG (for people who would rather look than read JSON)."""
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(self._repr_png_())
+        return out
+
+
+def measure_figure(table: pd.DataFrame, save_to: str | Path = "") -> Chart:
+    """TTFT and TPOT against concurrency per scenario, and per-user against total tokens/s
+    (the throughput-latency trade-off people read first); saved as PNG when ``save_to``."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(14, 4), layout="constrained")
+    ax_ttft, ax_tpot, ax_tradeoff = fig.subplots(1, 3)
+    for name, group in table.groupby("scenario", sort=False):
+        g = group.sort_values("concurrency")
+        ax_ttft.plot(g["concurrency"], g["median_ttft_ms"], marker="o", label=str(name))
+        ax_tpot.plot(g["concurrency"], g["median_tpot_ms"], marker="o", label=str(name))
+        ax_tradeoff.plot(g["output_throughput"], g["per_user_tok_s"], marker="o",
+                         label=str(name))
+        for _, row in g.iterrows():
+            ax_tradeoff.annotate(f"c{row['concurrency']}",
+                                 (row["output_throughput"], row["per_user_tok_s"]),
+                                 textcoords="offset points", xytext=(4, 4), fontsize=8)
+    for ax in (ax_ttft, ax_tpot):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("concurrency")
+    ax_ttft.set_ylabel("median TTFT (ms)")
+    ax_tpot.set_ylabel("median TPOT (ms)")
+    ax_tradeoff.set_xlabel("total output tokens/s")
+    ax_tradeoff.set_ylabel("per-user tokens/s (1000 / median TPOT)")
+    for ax in (ax_ttft, ax_tpot, ax_tradeoff):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    chart = Chart(fig)
+    if save_to:
+        chart.save(save_to)
+    return chart
+
+
+# ---------------------------------------------------------------- 04_compare
+_PROVENANCE_KEYS = (
+    ("kit commit", ("kit_commit",)), ("kit dirty", ("kit_dirty",)),
+    ("engine", ("engine", "name")), ("engine version", ("engine", "version")),
+    ("engine command", ("engine", "command")), ("model", ("model", "id")),
+    ("model revision", ("model", "resolved_revision")),
+    ("model files", ("model", "files_hash", "sha256")),
+    ("GPU", ("hardware", "gpus", 0, "name")), ("GPU count", ("hardware", "gpu_count")),
+    ("driver", ("hardware", "driver_version")),
+    ("power limit W", ("hardware", "gpus", 0, "power_limit_w")),
+    ("CPU", ("hardware", "cpu", "model")), ("python", ("python",)),
+)
+
+
+def _dig(obj: Any, path: tuple[str | int, ...]) -> Any:
+    for part in path:
+        try:
+            obj = obj[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return obj
+
+
+def compare_runs(run_dirs: list[str | Path], results_path: str | Path = ""
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Measure results of several runs side by side, and their provenance with every
+    difference flagged. Each run folder must hold a ``03_measure.json`` sidecar."""
+    import pandas as pd
+
+    tables = []
+    prov_rows: dict[str, dict[str, Any]] = {}
+    for run in run_dirs:
+        sidecar = Path(run) / "03_measure.json"
+        if not sidecar.is_file():
+            raise UsageError("compare.runs", f"{run} has no 03_measure.json sidecar")
+        data = json.loads(sidecar.read_text(encoding="utf-8"))
+        label = f"{Path(run).parent.name}/{Path(run).name}"
+        t = summary_table(data.get("results", {}))
+        t.insert(0, "run", label)
+        tables.append(t)
+        prov_rows[label] = {name: _dig(data.get("provenance", {}), path)
+                            for name, path in _PROVENANCE_KEYS}
+    table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    prov = pd.DataFrame(prov_rows)
+    if not prov.empty:
+        prov["differs"] = prov.apply(lambda row: row.astype(str).nunique() > 1, axis=1)
+    save_results(results_path, {"runs": [str(r) for r in run_dirs],
+                                "provenance_differences": prov.index[prov["differs"]].tolist()
+                                if not prov.empty else []})
+    return table, prov

@@ -1,0 +1,94 @@
+"""Reading a recipe file: YAML → :class:`Recipe`, every problem named by its key path."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from benchlib._exceptions import UsageError
+from benchlib.recipe._schema import Recipe
+
+__all__ = ["RecipeError", "format_problems", "load_recipe", "recipe_from_dict", "resolve_paths"]
+
+
+class RecipeError(UsageError):
+    """A recipe that cannot be used; ``problems`` lists ``(key path, message)`` pairs."""
+
+    def __init__(self, path: Path, problems: list[tuple[str, str]]) -> None:
+        self.path = path
+        self.problems = problems
+        super().__init__(str(path), format_problems(problems))
+
+
+def _key_path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def format_problems(problems: list[tuple[str, str]]) -> str:
+    return "\n".join(f"  {key}: {msg}" for key, msg in problems)
+
+
+def _problems(exc: ValidationError) -> list[tuple[str, str]]:
+    problems = []
+    for err in exc.errors():
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (misspelt?)"
+        problems.append((_key_path(loc), msg))
+    return problems
+
+
+def recipe_from_dict(data: Any, source: Path = Path("<recipe>")) -> Recipe:
+    """Validate already-parsed YAML."""
+    if not isinstance(data, dict):
+        kind = "empty" if data is None else f"a {type(data).__name__}"
+        raise RecipeError(source, [("(top level)", f"expected a mapping of keys, got {kind}")])
+    try:
+        return Recipe.model_validate(data)
+    except ValidationError as exc:
+        raise RecipeError(source, _problems(exc)) from None
+
+
+def load_recipe(path: Path) -> Recipe:
+    """Read and validate ``path``; raise :class:`RecipeError` (exit code 2) on any problem."""
+    if not path.is_file():
+        raise RecipeError(path, [("(file)", "no such file")])
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(file)"
+        raise RecipeError(path, [(where, f"not valid YAML: {getattr(exc, 'problem', exc)}")]
+                          ) from None
+    except UnicodeDecodeError:
+        raise RecipeError(path, [("(file)", "not UTF-8 text")]) from None
+    return recipe_from_dict(data, path)
+
+
+def resolve_paths(recipe: Recipe, base: Path) -> Recipe:
+    """The same recipe with every relative path made absolute against ``base``, so steps
+    that run elsewhere (a notebook kernel, a later resume) see the same files."""
+
+    def fix(p: Path | None) -> Path | None:
+        # absolute, but symlinks kept: a venv's bin/python must stay the venv's
+        return None if p is None else Path(os.path.abspath(base / p))
+
+    model = recipe.model.model_copy(update={"local_path": fix(recipe.model.local_path)})
+    engine = recipe.engine.model_copy(update={"python": fix(recipe.engine.python),
+                                              "executable": fix(recipe.engine.executable)})
+    scenarios = [s.model_copy(update={"dataset_path": fix(s.dataset_path)})
+                 for s in recipe.scenarios]
+    compare = recipe.compare.model_copy(update={"runs": [fix(r) for r in recipe.compare.runs]})
+    return recipe.model_copy(update={"model": model, "engine": engine, "scenarios": scenarios,
+                                     "compare": compare})

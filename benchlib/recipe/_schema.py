@@ -1,0 +1,172 @@
+"""The recipe schema: what ``params/*.yaml`` may say, checked strictly.
+
+Every model forbids unknown keys (a misspelt key is an error, not a silent default). Revisions,
+commits and versions must be strings: YAML reads ``0123456`` as the number 42798 and ``1.10``
+as 1.1, so a number there is refused with a hint to quote it. Secrets are never values: a
+recipe names the environment variable that holds them (``api_key_env``, ``hf_token_env``).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+__all__ = [
+    "CompareSpec",
+    "EngineSpec",
+    "HardwareSpec",
+    "ModelSpec",
+    "Recipe",
+    "Scenario",
+]
+
+
+def _must_be_text(value: Any) -> Any:
+    if isinstance(value, bool | int | float):
+        raise ValueError(f"must be a string: quote it in YAML (it was read as the number "
+                         f"{value!r}, which loses leading zeros and trailing digits)")
+    return value
+
+
+#: A pin (revision, commit, version): text only, never a YAML number.
+Pin = Annotated[str, BeforeValidator(_must_be_text)]
+#: An environment variable's name (for secrets): letters, digits, underscores.
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+
+
+StepName = Literal["00_plan", "01_download", "02_launch", "03_measure", "04_compare"]
+ALL_STEPS: tuple[StepName, ...] = ("00_plan", "01_download", "02_launch", "03_measure",
+                                   "04_compare")
+
+
+class _Strict(BaseModel):
+    # inf (request_rate) round-trips through the JSON snapshot as "Infinity"
+    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="strings")
+
+
+class ModelSpec(_Strict):
+    """Which weights: a hub id with a revision pin, or a local folder."""
+
+    id: str = Field(description="hub id (org/name) or a name for a local model")
+    revision: Pin | None = Field(None, description="branch, tag or commit to pin")
+    local_path: Path | None = Field(None, description="use this folder instead of the hub")
+    include: list[str] = Field(default_factory=list, description="hub file patterns to fetch")
+    exclude: list[str] = Field(default_factory=list, description="hub file patterns to skip")
+    format: Literal["safetensors", "gguf", "other"] = "safetensors"
+    hf_token_env: EnvName | None = Field(None, description="env var holding a hub token")
+    served_name: str | None = Field(None, description="name the engine serves it under")
+
+    @property
+    def served_model_name(self) -> str:
+        return self.served_name or self.id
+
+
+class EngineSpec(_Strict):
+    """How to start the engine, or where an already running one listens (``endpoint``)."""
+
+    kind: Literal["vllm", "sglang", "llamacpp", "openjet", "endpoint"]
+    version: Pin | None = Field(None, description="expected engine version")
+    commit: Pin | None = Field(None, description="engine source commit, if built from source")
+    python: Path | None = Field(None, description="interpreter of the engine's environment")
+    executable: Path | None = Field(None, description="server binary (llama.cpp, open-jet)")
+    args: list[Pin] = Field(default_factory=list, description="extra command-line arguments")
+    env: dict[str, Pin] = Field(default_factory=dict, description="extra environment")
+    host: str = "127.0.0.1"
+    port: int | None = Field(None, ge=1, le=65535, description="default: a free port")
+    base_url: str | None = Field(None, description="endpoint kind: the server's http:// URL")
+    api_key_env: EnvName | None = Field(None, description="env var holding the API key")
+    ready_path: str = Field("/v1/models", description="GET this until it answers 200")
+    ready_timeout_s: float = Field(900.0, gt=0)
+    max_model_len: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _endpoint_needs_url(self) -> EngineSpec:
+        if self.kind == "endpoint" and not self.base_url:
+            raise ValueError("engine.kind endpoint needs engine.base_url")
+        if self.base_url is not None and not self.base_url.startswith("http://"):
+            raise ValueError("engine.base_url must start with http://")
+        if any(k.upper().endswith(("TOKEN", "API_KEY", "SECRET")) for k in self.env):
+            raise ValueError("engine.env must not hold secrets; name the variable in "
+                             "api_key_env / model.hf_token_env and export it instead")
+        return self
+
+
+class HardwareSpec(_Strict):
+    """What the run expects to find; a mismatch is flagged in the sidecar and the notebook."""
+
+    gpu_name_pattern: str | None = Field(None, description="regex the GPU name must match")
+    gpu_count: int | None = Field(None, ge=0)
+    min_gpu_memory_gib: float | None = Field(None, gt=0)
+    power_limit_w: float | None = Field(None, gt=0)
+
+
+class Scenario(_Strict):
+    """One workload, measured at each concurrency in turn."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    endpoint: Literal["completions", "chat"] = "chat"
+    dataset: Literal["random", "file"] = "random"
+    dataset_path: Path | None = None
+    input_len: int = Field(1024, ge=1)
+    output_len: int = Field(128, ge=1)
+    random_range_ratio: float = Field(0.0, ge=0.0, lt=1.0)
+    concurrencies: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1],
+                                                            min_length=1)
+    num_prompts: int | list[Annotated[int, Field(ge=1)]] = Field(
+        8, description="per concurrency: one number for all, or one per concurrency")
+    request_rate: float = Field(math.inf, gt=0)
+    burstiness: float = Field(1.0, gt=0)
+    num_warmups: int = Field(1, ge=0)
+    request_timeout_s: float = Field(600.0, gt=0)
+    ignore_eos: bool = True
+    sampling: dict[str, float | int | str | bool] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _shape(self) -> Scenario:
+        if isinstance(self.num_prompts, int):
+            if self.num_prompts < 1:
+                raise ValueError("num_prompts must be ≥ 1")
+        elif len(self.num_prompts) != len(self.concurrencies):
+            raise ValueError(f"num_prompts lists {len(self.num_prompts)} counts for "
+                             f"{len(self.concurrencies)} concurrencies")
+        if self.dataset == "file" and self.dataset_path is None:
+            raise ValueError("dataset file needs dataset_path")
+        return self
+
+    def prompts_at(self, index: int) -> int:
+        """The number of prompts to send at ``concurrencies[index]``."""
+        n = self.num_prompts
+        return n if isinstance(n, int) else n[index]
+
+
+class CompareSpec(_Strict):
+    """Which earlier runs to set beside this one in ``04_compare``."""
+
+    runs: list[Path] = Field(default_factory=list, description="other run folders")
+    metrics: list[str] = Field(default_factory=lambda: ["median_ttft_ms", "median_tpot_ms",
+                                                        "output_throughput"])
+
+
+class Recipe(_Strict):
+    """A whole benchmark: model, engine, expected hardware, scenarios, comparisons."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = ""
+    model: ModelSpec
+    engine: EngineSpec
+    hardware: HardwareSpec = Field(default_factory=HardwareSpec)
+    scenarios: list[Scenario] = Field(min_length=1)
+    compare: CompareSpec = Field(default_factory=CompareSpec)
+    steps: list[StepName] = Field(default_factory=lambda: list(ALL_STEPS))
+    cell_timeout_s: float = Field(3600.0, gt=0, description="per notebook cell")
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Recipe:
+        names = [s.name for s in self.scenarios]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"scenario names must be unique: {', '.join(dupes)}")
+        return self
