@@ -43,7 +43,7 @@ def test_openjet_and_endpoint() -> None:
 
 
 def test_missing_python_is_named() -> None:
-    with pytest.raises(UsageError, match="engine.python"):
+    with pytest.raises(UsageError, match=r"engine\.python"):
         plan_launch(EngineSpec(kind="vllm"), MODEL, Path("/w/m"))
 
 

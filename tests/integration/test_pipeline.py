@@ -1,0 +1,164 @@
+"""``benchlib run`` end to end against the scripted server (an ``endpoint`` engine): dated
+outputs, executed notebooks, sidecars with provenance, resume, timeouts, engine failures,
+and no secret in anything written."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchlib.engines import free_port
+from benchlib.pipeline import read_sidecar
+
+REPO = Path(__file__).resolve().parents[2]
+STEPS = ["00_plan", "01_download", "02_launch", "03_measure", "04_compare"]
+SECRET = "sk-planted-pipeline-7c1d"
+
+
+def recipe(tmp_path: Path, tiny_model: Path, engine: str, extra: str = "") -> Path:
+    path = tmp_path / "t.yaml"
+    path.write_text(f"""\
+name: t
+model: {{id: scripted, local_path: "{tiny_model}"}}
+engine: {engine}
+scenarios:
+  - {{name: chat, endpoint: chat, input_len: 16, output_len: 8, concurrencies: [1, 4],
+      num_prompts: [2, 8]}}
+  - {{name: summ, endpoint: completions, input_len: 64, output_len: 4, concurrencies: [2]}}
+{extra}""")
+    return path
+
+
+def run(path: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "benchlib", "run", str(path), "--outputs",
+                           str(out), *args], capture_output=True, text=True, cwd=REPO,
+                          timeout=300, env={**os.environ, "BENCH_API_KEY": SECRET})
+
+
+def day(out: Path) -> Path:
+    return out / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+
+
+def test_run_writes_notebooks_sidecars_and_provenance(
+        scripted: Callable[..., Any], tmp_path: Path, tiny_model: Path) -> None:
+    server = scripted("--ttft-ms", "5", "--itl-ms", "2", "--model", "scripted")
+    path = recipe(tmp_path, tiny_model,
+                  f'{{kind: endpoint, base_url: "{server.url}", api_key_env: BENCH_API_KEY}}')
+    proc = run(path, tmp_path / "out")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_dir = day(tmp_path / "out") / "t"
+    for step in STEPS:
+        nb = json.loads((run_dir / f"{step}.ipynb").read_text())
+        assert nb["metadata"]["papermill"]["exception"] in (None, False)
+        sidecar = read_sidecar(run_dir / f"{step}.json")  # schema-validated
+        assert sidecar.status == "ok", sidecar.error
+        prov = sidecar.provenance
+        assert prov.kit_commit and prov.engine.name == "endpoint" and prov.model.id == "scripted"
+        assert prov.hardware.cpu.logical_cores > 0 and prov.python.startswith("CPython")
+        assert prov.packages["benchlib"] and prov.environment_yml_sha256
+    measure = read_sidecar(run_dir / "03_measure.json").results
+    assert set(measure) == {"chat/c1", "chat/c4", "summ/c2"}
+    assert measure["chat/c4"]["completed"] == 8 and measure["chat/c4"]["failed"] == 0
+    assert read_sidecar(run_dir / "01_download.json").results["files_hash"]["files"] == 5
+    assert (run_dir / "measure" / "summary.png").stat().st_size > 10_000
+    assert "image/png" in (run_dir / "03_measure.ipynb").read_text()
+    assert "median_ttft_ms" in proc.stdout and str(run_dir) in proc.stdout
+    for file in run_dir.rglob("*"):
+        if file.is_file():
+            assert SECRET.encode() not in file.read_bytes(), file
+    # a second run of the finished recipe never overwrites: it gets its own folder
+    assert run(path, tmp_path / "out").returncode == 0
+    assert (day(tmp_path / "out") / "t-2" / "03_measure.json").is_file()
+
+
+def test_resume_after_a_failed_launch_keeps_the_failed_attempt(
+        tmp_path: Path, tiny_model: Path) -> None:
+    port = free_port()
+    path = recipe(tmp_path, tiny_model,
+                  f'{{kind: endpoint, base_url: "http://127.0.0.1:{port}"}}')
+    first = run(path, tmp_path / "out")
+    assert first.returncode == 1 and "Traceback" not in first.stderr
+    run_dir = day(tmp_path / "out") / "t"
+    assert read_sidecar(run_dir / "02_launch.json").status == "failed"
+    assert read_sidecar(run_dir / "03_measure.json").status == "skipped"
+    server = subprocess.Popen([sys.executable, "-m", "benchlib", "scripted-server", "--port",
+                               str(port), "--ttft-ms", "2", "--itl-ms", "1"],
+                              stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        assert server.stdout is not None and server.stdout.readline().startswith("listening")
+        second = run(path, tmp_path / "out")
+    finally:
+        server.terminate()
+        server.wait()
+    assert second.returncode == 0, second.stdout[-2000:]
+    assert "resuming" in second.stdout and "00_plan: ok in an earlier attempt" in second.stdout
+    assert read_sidecar(run_dir / "03_measure.json").status == "ok"
+    assert read_sidecar(run_dir / "02_launch.attempt-1.json").status == "failed"
+    assert not (day(tmp_path / "out") / "t-2").exists()
+
+
+def test_cell_timeout_is_reported_as_timeout(scripted: Callable[..., Any], tmp_path: Path,
+                                             tiny_model: Path) -> None:
+    server = scripted("--ttft-ms", "4000", "--itl-ms", "1")
+    path = recipe(tmp_path, tiny_model, f'{{kind: endpoint, base_url: "{server.url}"}}',
+                  "cell_timeout_s: 2\nsteps: [02_launch, 03_measure]\n")
+    proc = run(path, tmp_path / "out")
+    assert proc.returncode == 1
+    run_dir = day(tmp_path / "out") / "t"
+    assert read_sidecar(run_dir / "02_launch.json").status == "ok"
+    sidecar = read_sidecar(run_dir / "03_measure.json")
+    assert sidecar.status == "timeout"  # papermill itself would have called it a success
+    assert sidecar.error is not None and "cell_timeout_s=2" in (sidecar.error.hint or "")
+    assert (run_dir / "03_measure.ipynb").is_file()
+
+
+def _alive(marker: str) -> bool:
+    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    return bool(out.stdout.strip())
+
+
+def test_engine_that_exits_fails_the_step_with_log_and_hint(tmp_path: Path,
+                                                            tiny_model: Path) -> None:
+    python = tmp_path / "no-vllm-python"
+    python.write_text(f"#!/bin/sh\nexec {sys.executable} -c "
+                      "\"import sys; sys.exit('ModuleNotFoundError: No module named \\\\'vllm\\\\'')\" \"$@\"\n")
+    python.chmod(0o755)
+    engine = f'{{kind: vllm, python: "{python}", ready_timeout_s: 60}}'
+    proc = run(recipe(tmp_path, tiny_model, engine, "steps: [02_launch, 03_measure]\n"),
+               tmp_path / "out")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    sidecar = read_sidecar(day(tmp_path / "out") / "t" / "02_launch.json")
+    assert sidecar.status == "failed" and sidecar.error is not None
+    assert "engine exited with code 1" in sidecar.error.evalue
+    assert "module-missing" in sidecar.error.evalue  # the hint
+    assert read_sidecar(day(tmp_path / "out") / "t" / "03_measure.json").status == "skipped"
+
+
+def test_engine_that_hangs_is_torn_down(tmp_path: Path, tiny_model: Path) -> None:
+    marker = f"benchlib-hang-{os.getpid()}"
+    exe = tmp_path / marker
+    exe.write_text("#!/bin/sh\n(sleep 300) &\nexec sleep 300\n")
+    exe.chmod(0o755)
+    engine = f'{{kind: openjet, executable: "{exe}", ready_timeout_s: 3}}'
+    proc = run(recipe(tmp_path, tiny_model, engine, "steps: [02_launch]\n"), tmp_path / "out")
+    assert proc.returncode == 1
+    sidecar = read_sidecar(day(tmp_path / "out") / "t" / "02_launch.json")
+    assert sidecar.error is not None and "not ready after 3 s" in sidecar.error.evalue
+    assert not _alive(marker)
+    assert not _alive("sleep 300")
+
+
+@pytest.mark.parametrize("bad", ["name: t\n", "{", ""])
+def test_bad_recipe_never_starts_anything(tmp_path: Path, bad: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(bad)
+    proc = run(path, tmp_path / "out")
+    assert proc.returncode == 2 and not (tmp_path / "out").exists()
