@@ -11,11 +11,11 @@ import sys
 from collections.abc import Sequence
 
 from benchlib._exceptions import BenchlibError
-from benchlib.cli import launch, measure, run, scripted, tiny
+from benchlib.cli import launch, measure, plan, run, scripted, tiny
 
 __all__ = ["build_parser", "main"]
 
-_COMMANDS = (measure, run, launch, scripted, tiny)
+_COMMANDS = (measure, run, launch, plan, scripted, tiny)
 
 
 def build_parser() -> argparse.ArgumentParser:

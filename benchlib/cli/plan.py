@@ -1,0 +1,105 @@
+"""``benchlib plan``: will this model fit, how much KV, how many requests, how fast at best."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from benchlib._exceptions import UsageError
+from benchlib.cli._common import validation_message
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("plan", help="memory plan: weights, KV cache, concurrency, decode floor",
+                       description="Predict what vLLM will report (weights, KV budget, KV tokens, "
+                       "max concurrency) and the decode floor, per GPU, from a config.json or "
+                       "GGUF, before downloading the weights.")
+    p.add_argument("--model-config", type=Path, required=True,
+                   help="config.json, a model folder holding one, or a .gguf file")
+    gpu = p.add_mutually_exclusive_group()
+    gpu.add_argument("--gpu", help="GPU name from the catalogue (H200, B200, A100-80GB, …)")
+    gpu.add_argument("--gpu-memory-gib", type=float, help="total memory per GPU in GiB")
+    p.add_argument("--gpu-bandwidth-gbs", type=float, help="memory bandwidth (GB/s) for the "
+                   "decode floor when --gpu is not given")
+    p.add_argument("--num-gpus", type=int, help="GPUs in all (a multiple of --tp)")
+    p.add_argument("--tp", type=int, help="tensor-parallel size (default: --num-gpus or 1)")
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
+    p.add_argument("--weight-dtype", default="auto",
+                   help="auto (the checkpoint's quantization_config), bf16, fp16, fp32, fp8, "
+                   "int8, int4, awq, gptq, nvfp4, mxfp4, bnb-nf4, bnb-int8")
+    p.add_argument("--kv-cache-dtype", default="auto", help="auto, bf16, fp16, fp8")
+    p.add_argument("--max-model-len", type=int, help="default: the config's "
+                   "max_position_embeddings")
+    p.add_argument("--kv-budget-gib", type=float, help="KV budget per GPU as the engine "
+                   "reported it ('Available KV cache memory'); skips the overhead model")
+    p.add_argument("--max-num-batched-tokens", type=int, help="default: vLLM's for the GPU")
+    p.add_argument("--max-num-seqs", type=int, help="default: vLLM's for the GPU")
+    p.add_argument("--block-size", type=int, default=16)
+    p.add_argument("--vllm-version", default="0.32", help="changes how the overhead and the "
+                   "'KV cache size' line are computed (default 0.32)")
+    p.add_argument("--decode-batch", type=int, default=32, help="batch B for the decode floor")
+    p.add_argument("--decode-context", type=int, help="context per request for the decode "
+                   "floor (default: --max-model-len)")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.set_defaults(func=run)
+
+
+def _text(s: dict[str, Any]) -> str:
+    def gib(v: Any) -> str:
+        return "-" if v is None else f"{v:,.2f} GiB"
+
+    rows = [
+        ("model", f"{s['model']} ({s['model_type']})"),
+        ("GPUs", f"{s['num_gpus']} × {s['gpu'] or 'GPU'} ({gib(s['gpu_memory_gib'])}), "
+                 f"TP {s['tp']}, utilization {s['gpu_memory_utilization']}"),
+        ("parameters", f"{s['total_params'] / 1e9:,.2f} B total, {s['active_params'] / 1e9:,.2f} B "
+                       f"active ({s['params_source']})"),
+        ("weights", f"{gib(s['weights_gib_total'])} total, {gib(s['weights_gib_per_gpu'])} per GPU"
+                    f" — {s['weights_scheme']}"),
+        ("high precision", ", ".join(s["weights_high_precision"]) or "-"),
+        ("KV per token", f"{s['kv_bytes_per_token']:,} B per GPU "
+                         f"(+{s['kv_sliding_bytes_per_token']:,} B sliding, "
+                         f"{s['kv_state_bytes_per_request']:,} B state per request)"),
+        ("overhead", gib(s["overhead_gib_per_gpu"])),
+        ("KV budget", f"{gib(s['kv_budget_gib_per_gpu'])} per GPU ({s['kv_budget_source']})"),
+        ("KV cache", "-" if s["kv_cache_tokens"] is None else
+         f"{s['kv_cache_tokens']:,} tokens, max concurrency {s['max_concurrency']:.2f}x at "
+         f"{s['max_model_len']:,} tokens"),
+        ("decode floor", "-" if s["decode_floor_ms"] is None else
+         f"{s['decode_floor_ms']:.2f} ms/token at batch 1 ({s['decode_tokens_per_s_ceiling']:,.0f}"
+         f" tok/s), {s['decode_floor_ms_at_batch']:.2f} ms at batch {s['decode_batch']} "
+         f"({s['decode_tokens_per_s_ceiling_at_batch']:,.0f} tok/s) at "
+         f"{s['decode_context_tokens']:,} tokens of context"),
+        ("verdict", s["verdict"]),
+    ]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    lines += [f"{'warning':<{width}}  {w}" for w in s["warnings"]]
+    lines += [f"{'note':<{width}}  {n}" for n in s["notes"]]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from benchlib.memory import PlanConfig, plan
+
+    try:
+        cfg = PlanConfig(
+            model=args.model_config, gpu=args.gpu, gpu_memory_gib=args.gpu_memory_gib,
+            gpu_bandwidth_gbs=args.gpu_bandwidth_gbs, num_gpus=args.num_gpus, tp=args.tp,
+            gpu_memory_utilization=args.gpu_memory_utilization, weight_dtype=args.weight_dtype,
+            kv_cache_dtype=args.kv_cache_dtype, max_model_len=args.max_model_len,
+            kv_budget_gib=args.kv_budget_gib, max_num_batched_tokens=args.max_num_batched_tokens,
+            max_num_seqs=args.max_num_seqs, block_size=args.block_size,
+            vllm_version=args.vllm_version, decode_batch=args.decode_batch,
+            decode_context=args.decode_context)
+    except ValidationError as exc:
+        raise UsageError("plan", validation_message(exc)) from None
+    summary = plan(cfg).summary()
+    print(json.dumps(summary, indent=2) if args.json else _text(summary), flush=True)
+    return 0

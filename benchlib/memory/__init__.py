@@ -1,0 +1,100 @@
+"""Memory math that predicts what vLLM reports: weights, KV bytes per token, KV budget, KV
+tokens, max concurrency and the decode floor, per GPU, for any Hugging Face config or GGUF.
+
+``plan(PlanConfig(model=..., gpu="H200", tp=8))`` is the whole pipeline; the pieces
+(:func:`load_model_config`, :func:`count_params`, :func:`weight_plan`, :func:`kv_layout`,
+:func:`kv_capacity`, :func:`decode_floor`) are exported for notebooks that want one step.
+"""
+
+from benchlib.memory._arch import (
+    LayerKind,
+    LinearAttnSpec,
+    MLASpec,
+    ModelArch,
+    MoESpec,
+    arch_from_dict,
+    load_model_config,
+)
+from benchlib.memory._cases import CaseResult, ValidationCase, check_case, load_cases
+from benchlib.memory._decode import DecodeFloor, decode_floor, experts_touched
+from benchlib.memory._figures import plan_figures
+from benchlib.memory._gguf import GGUFInfo, load_gguf
+from benchlib.memory._gpus import GPU, GPUS, find_gpu
+from benchlib.memory._kv import (
+    KV_CACHE_DTYPES,
+    KVCapacity,
+    KVLayout,
+    LayerCache,
+    kv_capacity,
+    kv_layout,
+    legacy_token_report,
+)
+from benchlib.memory._params import ParamBreakdown, count_params
+from benchlib.memory._plan import (
+    Overhead,
+    Plan,
+    PlanConfig,
+    overhead_model,
+    parse_vllm_log,
+    plan,
+    sweep_max_model_len,
+)
+from benchlib.memory._tokens import (
+    TEXT_RULES,
+    TextRule,
+    TextSize,
+    TokenCount,
+    count_tokens,
+    detect_language,
+    text_for_tokens,
+)
+from benchlib.memory._weights import WEIGHT_DTYPES, WeightPlan, weight_plan
+
+__all__ = [
+    "GPU",
+    "GPUS",
+    "KV_CACHE_DTYPES",
+    "TEXT_RULES",
+    "WEIGHT_DTYPES",
+    "CaseResult",
+    "DecodeFloor",
+    "GGUFInfo",
+    "KVCapacity",
+    "KVLayout",
+    "LayerCache",
+    "LayerKind",
+    "LinearAttnSpec",
+    "MLASpec",
+    "MoESpec",
+    "ModelArch",
+    "Overhead",
+    "ParamBreakdown",
+    "Plan",
+    "PlanConfig",
+    "TextRule",
+    "TextSize",
+    "TokenCount",
+    "ValidationCase",
+    "WeightPlan",
+    "arch_from_dict",
+    "check_case",
+    "count_params",
+    "count_tokens",
+    "decode_floor",
+    "detect_language",
+    "experts_touched",
+    "find_gpu",
+    "kv_capacity",
+    "kv_layout",
+    "legacy_token_report",
+    "load_cases",
+    "load_gguf",
+    "load_model_config",
+    "overhead_model",
+    "parse_vllm_log",
+    "plan",
+    "plan_figures",
+    "sweep_max_model_len",
+    "text_for_tokens",
+    "weight_plan",
+]

@@ -1,0 +1,228 @@
+"""KV cache as vLLM sizes it: bytes per layer per GPU, blocks, groups and the token count.
+
+Per layer and GPU (``vllm/v1/kv_cache_interface.py``):
+
+* full / sliding attention: ``2 × max(1, kv_heads // tp) × head_dim × dtype_bytes`` per token;
+* MLA: ``(kv_lora_rank + qk_rope_head_dim) × dtype_bytes`` per token on **every** rank (one
+  latent per token, not per head, so TP does not split it); DeepSeek-V3.2-style sparse
+  attention adds the indexer's FP8 key (``index_head_dim`` + a 4-byte scale) per token;
+* sliding window: a request holds at most ``window − 1 + max_num_batched_tokens`` tokens;
+* linear attention (Gated DeltaNet, KDA): a fixed state per request, nothing per token.
+
+Capacity (``vllm/v1/core/kv_cache_utils.py``): layers of one kind form groups of equal size
+(the smallest kind's layer count, or the largest when it is under 1.5× the smallest), a block
+holds ``block_size`` tokens of every layer of one group, the budget divided by a block's bytes
+is the block count, and all groups draw from that one pool. For hybrids with linear layers the
+attention block grows until its page is at least one recurrent state (and the state page is
+padded to match). vLLM's "GPU KV cache size: N tokens" was ``blocks // groups × block_size``
+until late 2025 and is ``max_concurrency × max_model_len`` since; both are computed here.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from benchlib._exceptions import UsageError
+from benchlib.memory._arch import LayerKind, ModelArch
+
+__all__ = [
+    "KV_CACHE_DTYPES",
+    "KVCapacity",
+    "KVLayout",
+    "LayerCache",
+    "kv_capacity",
+    "kv_layout",
+    "legacy_token_report",
+]
+
+KV_CACHE_DTYPES = ("auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2")
+
+
+class LayerCache(BaseModel):
+    """One layer's cache on one GPU."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: LayerKind
+    #: bytes per token (0 for linear layers)
+    bytes_per_token: int
+    #: bytes per request (linear layers' recurrent + conv state; 0 otherwise)
+    state_bytes: int = 0
+    window: int | None = None
+
+
+class KVLayout(BaseModel):
+    """All layers' caches on one GPU, plus the block size vLLM will use for them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    layers: list[LayerCache]
+    block_size: int
+    kv_dtype: str
+    dtype_bytes: float
+    #: per GPU, summed over the layers whose cache grows with the context (full + MLA)
+    bytes_per_token: int
+    #: per GPU, summed over sliding-window layers (bounded by the window)
+    sliding_bytes_per_token: int
+    #: per GPU and request, summed over linear-attention layers
+    state_bytes_per_request: int
+    notes: list[str]
+
+    def page_bytes(self, layer: LayerCache) -> int:
+        """A block's bytes for one layer: attention pages, or one (padded) recurrent state."""
+        if layer.kind == "linear":
+            return self.block_size * self._attn_token_bytes()
+        return self.block_size * layer.bytes_per_token
+
+    def _attn_token_bytes(self) -> int:
+        return next((x.bytes_per_token for x in self.layers if x.kind != "linear"), 0)
+
+
+class KVCapacity(BaseModel):
+    """How many blocks fit a budget, and what vLLM reports for them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    budget_bytes: int
+    num_blocks: int
+    block_size: int
+    num_groups: int
+    group_size: int
+    padding_layers: int
+    bytes_per_block: int
+    blocks_per_request: int
+    max_model_len: int
+    max_concurrency: float
+    #: ``max_concurrency × max_model_len`` (vLLM's report since late 2025; exact for any mix)
+    kv_cache_tokens: int
+    #: ``num_blocks // num_groups × block_size`` (vLLM's report until late 2025)
+    kv_cache_tokens_legacy: int
+
+
+def _dtype_bytes(kv_dtype: str, model_dtype: str) -> float:
+    if kv_dtype not in KV_CACHE_DTYPES:
+        raise UsageError("--kv-cache-dtype", f"{kv_dtype!r}: use one of "
+                         + ", ".join(KV_CACHE_DTYPES))
+    if kv_dtype.startswith("fp8"):
+        return 1.0
+    if kv_dtype == "auto" and model_dtype == "float32":
+        return 2.0  # vLLM serves fp32 checkpoints in bf16
+    return 2.0
+
+
+def kv_layout(a: ModelArch, *, tp: int = 1, kv_cache_dtype: str = "auto", block_size: int = 16,
+              hybrid_block_alignment: int | None = None) -> KVLayout:
+    """Per-layer cache sizes on one GPU of a ``tp``-way tensor-parallel group.
+
+    ``hybrid_block_alignment`` is the kernel block multiple vLLM rounds a hybrid model's
+    attention block to (64 for MLA backends, 16 otherwise, when left ``None``).
+    """
+    if tp < 1:
+        raise UsageError("--tp", "must be >= 1")
+    b = _dtype_bytes(kv_cache_dtype, a.torch_dtype)
+    notes: list[str] = []
+    kv_heads = max(1, a.num_kv_heads // tp)
+    if a.num_kv_heads < tp and a.mla is None:
+        notes.append(f"tp {tp} > {a.num_kv_heads} KV heads: each rank keeps a full KV head "
+                     "(replicated), so KV per GPU stops shrinking")
+    attn_bytes = int(2 * kv_heads * a.head_dim * b)
+    mla_bytes = 0
+    if a.mla is not None:
+        m = a.mla
+        latent = m.kv_lora_rank + m.qk_rope_head_dim
+        if b == 1.0 and m.index_head_dim:
+            # vLLM's fp8_ds_mla: fp8 latent + 4 fp32 tile scales + bf16 rope (656 B at 512/64)
+            mla_bytes = m.kv_lora_rank + 4 * (m.kv_lora_rank // 128) + 2 * m.qk_rope_head_dim
+        else:
+            mla_bytes = int(latent * b)
+        if m.index_head_dim:
+            mla_bytes += m.index_head_dim + 4 * max(1, m.index_head_dim // 128)
+            notes.append("sparse-attention indexer keys counted with the MLA cache")
+        if tp > 1:
+            notes.append(f"MLA cache is replicated on all {tp} ranks (not split by TP)")
+    state = 0
+    if a.linear is not None:
+        la = a.linear
+        conv_dim = (la.num_v_heads * la.head_v_dim + 2 * la.num_k_heads * la.head_k_dim) // tp
+        conv = conv_dim * (la.conv_kernel - 1) * 2
+        rec_elems = (la.num_v_heads // tp) * la.head_v_dim * la.head_k_dim
+        state = conv + rec_elems * (4 if la.recurrent_fp32 else 2)
+    layers = []
+    for kind in a.layer_kinds:
+        if kind == "linear":
+            layers.append(LayerCache(kind=kind, bytes_per_token=0, state_bytes=state))
+        elif kind == "mla":
+            layers.append(LayerCache(kind=kind, bytes_per_token=mla_bytes))
+        elif kind == "sliding":
+            layers.append(LayerCache(kind=kind, bytes_per_token=attn_bytes,
+                                     window=a.sliding_window))
+        else:
+            layers.append(LayerCache(kind=kind, bytes_per_token=attn_bytes))
+    blk = block_size
+    if state:
+        attn_tok = mla_bytes if a.mla is not None else attn_bytes
+        align = hybrid_block_alignment or (64 if a.mla is not None else 16)
+        align = max(align, block_size)
+        blk = align * math.ceil(state / (align * attn_tok))
+        notes.append(f"attention block raised to {blk} tokens so a page holds one "
+                     f"{state / 2**20:.2f} MiB recurrent state")
+    return KVLayout(
+        layers=layers, block_size=blk, kv_dtype=kv_cache_dtype, dtype_bytes=b,
+        bytes_per_token=sum(x.bytes_per_token for x in layers if x.kind in ("full", "mla")),
+        sliding_bytes_per_token=sum(x.bytes_per_token for x in layers if x.kind == "sliding"),
+        state_bytes_per_request=sum(x.state_bytes for x in layers), notes=notes)
+
+
+def _blocks_per_request(layer: LayerCache, block: int, max_model_len: int,
+                        max_num_batched_tokens: int) -> int:
+    if layer.kind == "linear":
+        return 1
+    if layer.kind == "sliding" and layer.window:
+        tokens = min(layer.window - 1 + max_num_batched_tokens, max_model_len)
+        return math.ceil(tokens / block) + 1
+    return math.ceil(max_model_len / block)
+
+
+def kv_capacity(layout: KVLayout, budget_bytes: float, *, max_model_len: int,
+                max_num_batched_tokens: int = 8192) -> KVCapacity:
+    """Blocks, tokens and max concurrency for a per-GPU KV budget, grouped as vLLM does."""
+    buckets: dict[tuple[str, int | None, int], list[LayerCache]] = {}
+    for layer in layout.layers:
+        key = (layer.kind, layer.window, layout.page_bytes(layer))
+        buckets.setdefault(key, []).append(layer)
+    counts = [len(v) for v in buckets.values()]
+    group_size = min(counts)
+    if max(counts) < group_size * 1.5:
+        group_size = max(counts)
+    groups: list[LayerCache] = []
+    padding = 0
+    for layers in buckets.values():
+        n_groups = math.ceil(len(layers) / group_size)
+        padding += n_groups * group_size - len(layers)
+        groups.extend([layers[0]] * n_groups)
+    page = max(key[2] for key in buckets)
+    bytes_per_block = group_size * page
+    num_blocks = max(0, int(budget_bytes // bytes_per_block)) if bytes_per_block else 0
+    per_request = sum(_blocks_per_request(g, layout.block_size, max_model_len,
+                                          max_num_batched_tokens) for g in groups)
+    concurrency = num_blocks / per_request if per_request else 0.0
+    return KVCapacity(
+        budget_bytes=int(budget_bytes), num_blocks=num_blocks, block_size=layout.block_size,
+        num_groups=len(groups), group_size=group_size, padding_layers=padding,
+        bytes_per_block=bytes_per_block, blocks_per_request=per_request,
+        max_model_len=max_model_len, max_concurrency=concurrency,
+        kv_cache_tokens=int(concurrency * max_model_len),
+        kv_cache_tokens_legacy=num_blocks // max(1, len(groups)) * layout.block_size)
+
+
+def legacy_token_report(vllm_version: str) -> Literal["blocks", "concurrency"]:
+    """Which formula a vLLM version printed "GPU KV cache size" with: ``blocks`` (blocks //
+    groups × block size) before 0.12, ``concurrency`` (× max_model_len) from 0.12 on."""
+    try:
+        major, minor = (int(x) for x in vllm_version.split(".")[:2])
+    except ValueError:
+        return "concurrency"
+    return "blocks" if (major, minor) < (0, 12) else "concurrency"

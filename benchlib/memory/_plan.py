@@ -1,0 +1,372 @@
+"""The plan: weights, KV budget, KV tokens, concurrency, decode floor and a verdict, per GPU.
+
+Budget, as vLLM computes it (``gpu_worker.determine_available_memory``)::
+
+    KV budget = total × gpu_memory_utilization − weights − activation peak − non-torch
+                (− the CUDA-graph pool estimate, which vLLM subtracts since 0.21)
+
+The weights are exact enough (a few tenths of a percent against vLLM's "Model loading took"
+lines); the activation peak is a model fitted to published logs (see
+``benchmarks/memory_vs_vllm_logs.py`` for its error). When the engine has already printed
+"Available KV cache memory", pass it as ``kv_budget_gib`` and the token count is exact.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from benchlib._exceptions import UsageError
+from benchlib.memory._arch import ModelArch, load_model_config
+from benchlib.memory._decode import DecodeFloor, decode_floor
+from benchlib.memory._gpus import GPU, find_gpu
+from benchlib.memory._kv import (
+    KV_CACHE_DTYPES,
+    KVCapacity,
+    KVLayout,
+    kv_capacity,
+    kv_layout,
+    legacy_token_report,
+)
+from benchlib.memory._params import ParamBreakdown, count_params
+from benchlib.memory._weights import WEIGHT_DTYPES, WeightPlan, weight_plan
+
+__all__ = ["Overhead", "Plan", "PlanConfig", "overhead_model", "parse_vllm_log", "plan",
+           "sweep_max_model_len"]
+
+GIB = 1024**3
+_VERSION_RE = re.compile(r"^\d+\.\d+")
+
+
+def _version(v: str) -> tuple[int, int]:
+    m = _VERSION_RE.match(v.lstrip("v"))
+    if not m:
+        return (0, 32)
+    major, minor = m.group(0).split(".")
+    return int(major), int(minor)
+
+
+class PlanConfig(BaseModel):
+    """Inputs of a plan. Field names are ``benchlib plan``'s flags (``-`` → ``_``), so a recipe
+    can hold the same keys; ``model`` is ``--model-config``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: Path
+    gpu: str | None = None
+    gpu_memory_gib: float | None = Field(None, gt=0)
+    gpu_bandwidth_gbs: float | None = Field(None, gt=0)
+    num_gpus: int | None = Field(None, ge=1)
+    tp: int | None = Field(None, ge=1)
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+    weight_dtype: str = "auto"
+    kv_cache_dtype: str = "auto"
+    max_model_len: int | None = Field(None, ge=1)
+    kv_budget_gib: float | None = None
+    max_num_batched_tokens: int | None = Field(None, ge=1)
+    max_num_seqs: int | None = Field(None, ge=1)
+    block_size: int = Field(16, ge=1)
+    vllm_version: str = "0.32"
+    decode_batch: int = Field(32, ge=1)
+    decode_context: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> PlanConfig:
+        if self.gpu is not None and self.gpu_memory_gib is not None:
+            raise ValueError("give --gpu or --gpu-memory-gib, not both")
+        if self.weight_dtype not in WEIGHT_DTYPES:
+            raise ValueError(f"--weight-dtype {self.weight_dtype!r}: use one of "
+                             + ", ".join(WEIGHT_DTYPES))
+        if self.kv_cache_dtype not in KV_CACHE_DTYPES:
+            raise ValueError(f"--kv-cache-dtype {self.kv_cache_dtype!r}: use one of "
+                             + ", ".join(KV_CACHE_DTYPES))
+        if self.num_gpus and self.tp and self.num_gpus % self.tp:
+            raise ValueError(f"--num-gpus {self.num_gpus} is not a multiple of --tp {self.tp}")
+        if not _VERSION_RE.match(self.vllm_version.lstrip("v")):
+            raise ValueError(f"--vllm-version {self.vllm_version!r}: expected like 0.32 or 0.10.1")
+        return self
+
+
+class Overhead(BaseModel):
+    """Per-GPU memory vLLM reserves besides weights and KV."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    activation_gib: float
+    non_torch_gib: float
+    cuda_graph_gib: float
+    max_num_batched_tokens: int
+    max_num_seqs: int
+
+    @property
+    def total_gib(self) -> float:
+        return self.activation_gib + self.non_torch_gib + self.cuda_graph_gib
+
+
+# Fitted to the published logs in tests/data/vllm_logs (the benchmark prints the errors).
+# The activation peak is the larger of the forward pass over max_num_batched_tokens and the
+# sampler's profiling run over max_num_seqs × vocab fp32 logits (they do not overlap).
+#: bytes per scheduled token per unit of (hidden + 2 × intermediate / tp)
+_FORWARD_BYTES = 5.0
+#: fp32 [max_num_seqs × vocab] copies the sampler's profiling run keeps alive, by vLLM era
+_SAMPLER_COPIES = {"legacy": 2.6, "v0.11": 9.7, "current": 0.0}
+#: CUDA context, NCCL and custom all-reduce buffers outside torch's allocator
+_NON_TORCH_GIB = {1: 0.15, 2: 0.35}
+#: CUDA-graph pool estimate vLLM subtracts from the budget since 0.21
+_CUDA_GRAPH_GIB = 0.15
+
+
+def _era(version: str) -> Literal["legacy", "v0.11", "current"]:
+    v = _version(version)
+    return "legacy" if v < (0, 11) else "v0.11" if v < (0, 21) else "current"
+
+
+def _big_gpu(memory_gib: float | None, gpu: GPU | None) -> bool:
+    """vLLM's serve defaults: 8192 batched tokens / 1024 seqs on ≥70 GiB GPUs but A100s."""
+    if gpu is not None and gpu.name.startswith("A100"):
+        return False
+    return memory_gib is not None and memory_gib >= 70
+
+
+def overhead_model(a: ModelArch, *, tp: int, vllm_version: str, memory_gib: float | None,
+                   gpu: GPU | None = None, max_num_batched_tokens: int | None = None,
+                   max_num_seqs: int | None = None) -> Overhead:
+    """Activation peak, non-torch memory and CUDA-graph pool for one GPU, vLLM's way."""
+    era = _era(vllm_version)
+    big = era != "legacy" and _big_gpu(memory_gib, gpu)
+    tokens = max_num_batched_tokens or (8192 if big else 2048)
+    seqs = max_num_seqs or (1024 if big else 256)
+    inter = a.intermediate_size
+    if a.moe is not None:
+        inter = a.moe.expert_intermediate_size * a.moe.top_k
+    forward = tokens * (a.hidden_size + 2 * inter / tp) * _FORWARD_BYTES
+    sampler = _SAMPLER_COPIES[era] * seqs * a.vocab_size * 4
+    non_torch = _NON_TORCH_GIB[min(tp, 2)]
+    graphs = _CUDA_GRAPH_GIB if era == "current" else 0.0
+    return Overhead(activation_gib=max(forward, sampler) / GIB, non_torch_gib=non_torch,
+                    cuda_graph_gib=graphs, max_num_batched_tokens=tokens, max_num_seqs=seqs)
+
+
+class Plan(BaseModel):
+    """Everything the plan computed; :meth:`summary` is the CLI's JSON."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    config: PlanConfig
+    arch: ModelArch
+    gpu: GPU | None
+    tp: int
+    num_gpus: int
+    memory_gib: float | None
+    bandwidth_gbs: float | None
+    max_model_len: int
+    params: ParamBreakdown
+    weights: WeightPlan
+    layout: KVLayout
+    overhead: Overhead
+    usable_gib: float | None
+    kv_budget_gib: float | None
+    kv_budget_source: Literal["predicted", "given"] | None
+    capacity: KVCapacity | None
+    token_report: Literal["blocks", "concurrency"]
+    decode: list[DecodeFloor]
+    fits: bool
+    verdict: str
+    warnings: list[str]
+
+    @property
+    def kv_cache_tokens(self) -> int | None:
+        """What this vLLM version prints as "GPU KV cache size: N tokens"."""
+        if self.capacity is None:
+            return None
+        c = self.capacity
+        return c.kv_cache_tokens_legacy if self.token_report == "blocks" else c.kv_cache_tokens
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON ``benchlib plan --json`` prints (per-GPU figures unless named total)."""
+        d1 = self.decode[0] if self.decode else None
+        dB = self.decode[-1] if self.decode else None
+        cap = self.capacity
+        return {
+            "model": self.arch.name, "model_type": self.arch.model_type,
+            "gpu": self.gpu.name if self.gpu else None, "gpu_memory_gib": self.memory_gib,
+            "num_gpus": self.num_gpus, "tp": self.tp,
+            "gpu_memory_utilization": self.config.gpu_memory_utilization,
+            "max_model_len": self.max_model_len,
+            "total_params": self.params.total, "active_params": self.params.active,
+            "params_source": self.params.source,
+            "weights_scheme": self.weights.scheme,
+            "weights_high_precision": self.weights.high_precision,
+            "weights_gib_total": round(self.weights.total_gib, 3),
+            "weights_gib_per_gpu": round(self.weights.per_gpu_gib, 3),
+            "kv_cache_dtype": self.config.kv_cache_dtype,
+            "kv_bytes_per_token": self.layout.bytes_per_token,
+            "kv_sliding_bytes_per_token": self.layout.sliding_bytes_per_token,
+            "kv_state_bytes_per_request": self.layout.state_bytes_per_request,
+            "block_size": self.layout.block_size,
+            "overhead_gib_per_gpu": round(self.overhead.total_gib, 3),
+            "usable_gib_per_gpu": round(self.usable_gib, 3) if self.usable_gib else None,
+            "kv_budget_gib_per_gpu": round(self.kv_budget_gib, 3)
+            if self.kv_budget_gib is not None else None,
+            "kv_budget_source": self.kv_budget_source,
+            "kv_blocks": cap.num_blocks if cap else None,
+            "kv_cache_tokens": self.kv_cache_tokens,
+            "max_concurrency": round(cap.max_concurrency, 3) if cap else None,
+            "max_concurrency_all_replicas": round(
+                cap.max_concurrency * (self.num_gpus // self.tp), 3) if cap else None,
+            "decode_context_tokens": d1.context_tokens if d1 else None,
+            "decode_floor_ms": round(d1.tpot_ms, 3) if d1 else None,
+            "decode_tokens_per_s_ceiling": round(d1.tokens_per_s, 1) if d1 else None,
+            "decode_batch": dB.batch if dB else None,
+            "decode_floor_ms_at_batch": round(dB.tpot_ms, 3) if dB else None,
+            "decode_tokens_per_s_ceiling_at_batch": round(dB.tokens_per_s, 1) if dB else None,
+            "fits": self.fits, "verdict": self.verdict, "warnings": self.warnings,
+            "notes": self.weights.notes + self.layout.notes,
+        }
+
+
+def _resolve_gpu(cfg: PlanConfig) -> tuple[GPU | None, float | None, float | None]:
+    gpu = find_gpu(cfg.gpu) if cfg.gpu else None
+    memory = gpu.memory_gib if gpu else cfg.gpu_memory_gib
+    bandwidth = cfg.gpu_bandwidth_gbs or (gpu.bandwidth_gbs if gpu else None)
+    return gpu, memory, bandwidth
+
+
+def _check_tp(a: ModelArch, tp: int, warnings: list[str]) -> None:
+    if a.num_heads % tp:
+        warnings.append(f"tp {tp} does not divide {a.num_heads} attention heads: vLLM refuses it")
+    if a.mla is None and a.num_kv_heads % tp and tp % a.num_kv_heads:
+        warnings.append(f"tp {tp} and {a.num_kv_heads} KV heads do not divide either way: "
+                        "vLLM refuses it")
+
+
+def plan(cfg: PlanConfig, arch: ModelArch | None = None) -> Plan:
+    """Compute the plan for ``cfg`` (``arch`` skips reading the config file again)."""
+    a = arch or load_model_config(cfg.model)
+    tp = cfg.tp or cfg.num_gpus or 1
+    num_gpus = cfg.num_gpus or tp
+    gpu, memory, bandwidth = _resolve_gpu(cfg)
+    max_len = cfg.max_model_len or a.max_position_embeddings
+    if not max_len:
+        raise UsageError("--max-model-len", "the config has no max_position_embeddings; "
+                         "give --max-model-len")
+    warnings: list[str] = []
+    _check_tp(a, tp, warnings)
+    params = count_params(a)
+    weights = weight_plan(a, tp=tp, weight_dtype=cfg.weight_dtype, params=params)
+    layout = kv_layout(a, tp=tp, kv_cache_dtype=cfg.kv_cache_dtype, block_size=cfg.block_size)
+    overhead = overhead_model(a, tp=tp, vllm_version=cfg.vllm_version, memory_gib=memory,
+                              gpu=gpu, max_num_batched_tokens=cfg.max_num_batched_tokens,
+                              max_num_seqs=cfg.max_num_seqs)
+    usable = memory * cfg.gpu_memory_utilization if memory else None
+    budget: float | None
+    source: Literal["predicted", "given"] | None
+    if cfg.kv_budget_gib is not None:
+        budget, source = cfg.kv_budget_gib, "given"
+    elif usable is not None:
+        budget, source = usable - weights.per_gpu_gib - overhead.total_gib, "predicted"
+    else:
+        budget, source = None, None
+    capacity = None
+    if budget is not None:
+        capacity = kv_capacity(layout, max(0.0, budget) * GIB, max_model_len=max_len,
+                               max_num_batched_tokens=overhead.max_num_batched_tokens)
+    fits, verdict = _verdict(weights, usable, budget, capacity, max_len, memory)
+    if capacity is not None and fits and capacity.max_concurrency < 2:
+        warnings.append(f"only {capacity.max_concurrency:.2f} requests fit at max_model_len "
+                        f"{max_len:,}: long prompts queue or get preempted")
+    if a.checkpoint_bytes and cfg.weight_dtype == "auto":
+        gap = abs(weights.total_bytes - a.checkpoint_bytes) / a.checkpoint_bytes
+        if gap > 0.05:
+            warnings.append(f"architecture estimate and checkpoint index differ by "
+                            f"{100 * gap:.0f}% (extra tensors such as MTP or vision layers?)")
+    if a.mtp_layers:
+        per_layer = weights.per_gpu_gib / a.num_layers
+        warnings.append(f"{a.mtp_layers} MTP layer(s) not counted: serving with "
+                        f"--speculative-config method mtp adds about {per_layer:.1f} GiB per GPU "
+                        "each")
+    decode: list[DecodeFloor] = []
+    if bandwidth:
+        ctx = cfg.decode_context or max_len
+        for b in sorted({1, cfg.decode_batch}):
+            decode.append(decode_floor(a, weights, layout, bandwidth_gbs=bandwidth, batch=b,
+                                       context_tokens=ctx))
+    return Plan(config=cfg, arch=a, gpu=gpu, tp=tp, num_gpus=num_gpus, memory_gib=memory,
+                bandwidth_gbs=bandwidth, max_model_len=max_len, params=params, weights=weights,
+                layout=layout, overhead=overhead, usable_gib=usable, kv_budget_gib=budget,
+                kv_budget_source=source, capacity=capacity,
+                token_report=legacy_token_report(cfg.vllm_version), decode=decode, fits=fits,
+                verdict=verdict, warnings=warnings)
+
+
+def _verdict(weights: WeightPlan, usable: float | None, budget: float | None,
+             capacity: KVCapacity | None, max_len: int, memory: float | None
+             ) -> tuple[bool, str]:
+    w = weights.per_gpu_gib
+    if usable is not None and memory is not None and w > usable:
+        return False, (f"OOM risk: weights alone are {w:.1f} GiB per GPU, more than the "
+                       f"{usable:.1f} GiB vLLM may use ({memory:.1f} GiB × utilization); "
+                       "quantize (fp8 halves, int4 quarters) or add GPUs")
+    if budget is None or capacity is None:
+        return True, (f"weights {w:.1f} GiB per GPU; give --gpu or --gpu-memory-gib (or "
+                      "--kv-budget-gib) for the KV cache")
+    if budget <= 0:
+        return False, (f"OOM risk: no memory left for the KV cache ({budget:.2f} GiB after "
+                       "weights and overhead); vLLM stops with 'No available memory for the "
+                       "cache blocks'")
+    if capacity.max_concurrency < 1:
+        longest = int(capacity.max_concurrency * max_len)
+        return False, (f"OOM risk: one request at max_model_len {max_len:,} needs more KV than "
+                       f"the {budget:.2f} GiB budget; vLLM refuses to start (about {longest:,} "
+                       "tokens would fit): lower --max-model-len, use fp8 KV or more GPUs")
+    return True, (f"fits: {budget:.1f} GiB of KV per GPU holds {capacity.max_concurrency:.1f} "
+                  f"requests of {max_len:,} tokens")
+
+
+def sweep_max_model_len(p: Plan, lengths: Iterable[int]) -> list[tuple[int, int, float]]:
+    """(max_model_len, KV tokens, max concurrency) for each length, same budget and layout."""
+    if p.kv_budget_gib is None:
+        return []
+    out = []
+    for n in lengths:
+        c = kv_capacity(p.layout, max(0.0, p.kv_budget_gib) * GIB, max_model_len=n,
+                        max_num_batched_tokens=p.overhead.max_num_batched_tokens)
+        out.append((n, c.kv_cache_tokens, c.max_concurrency))
+    return out
+
+
+_LOG_PATTERNS = {
+    "weights_gib": re.compile(r"Model loading took:? ([\d.]+) ?G"),
+    "weights_gb_legacy": re.compile(r"Loading model weights took ([\d.]+) ?GB"),
+    "kv_budget_gib": re.compile(r"Available KV cache memory: (-?[\d.]+) GiB"),
+    "kv_cache_tokens": re.compile(r"KV cache size: ([\d,]+) tokens"),
+    "max_concurrency": re.compile(r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x"),
+    "vllm_version": re.compile(r"(?:version|engine \(v)\s*v?(\d+\.\d+[\w.+]*)"),
+}
+
+
+def parse_vllm_log(lines: Iterable[str]) -> dict[str, float | int | str]:
+    """Pull vLLM's memory lines out of a log: weights, KV budget, KV tokens, concurrency.
+
+    The first match of each wins (TP workers print the same line once each).
+    """
+    found: dict[str, float | int | str] = {}
+    for line in lines:
+        for key, pat in _LOG_PATTERNS.items():
+            if key in found:
+                continue
+            m = pat.search(line)
+            if not m:
+                continue
+            raw = m.group(1)
+            if key == "kv_cache_tokens":
+                found[key] = int(raw.replace(",", ""))
+            elif key == "vllm_version":
+                found[key] = raw.rstrip(".")
+            else:
+                found[key] = float(raw)
+    return found
