@@ -18,12 +18,12 @@ LOAD = "from benchlib import pipeline as bp\n\nrecipe = bp.load(recipe_path)"
 
 NOTEBOOKS: dict[str, tuple[str, str, list[str]]] = {
     "00_plan": (
-        "# 00 · Plan\nWhat this recipe will run, and the model's shape. (Memory fit and the "
-        "decode floor join this page with `benchlib plan`.)",
+        "# 00 · Plan\nWill it fit, before anything is downloaded: weights, KV bytes per token, "
+        "KV capacity, max concurrency and the decode floor (`benchlib plan`), then the "
+        "scenarios this recipe will run.",
         COMMON,
-        [LOAD, "bp.model_config_summary(recipe)",
-         "plan = bp.plan_overview(recipe)\n"
-         'bp.save_results(results_path, {"scenarios": plan.to_dict("records")})\nplan'],
+        [LOAD, "plan, scenarios = bp.plan_step(recipe, results_path)\nbp.plan_table(plan)",
+         "display(*bp.plan_charts(plan))", "scenarios"],
     ),
     "01_download": (
         "# 01 · Download\nThe pinned snapshot from the hub (disk space checked first), or the "

@@ -258,11 +258,24 @@ class _Runner:
             status, error = "failed", StepError(ename="DeadKernelError", evalue=str(exc))
         if status == "ok":
             status, error = self._check_saved(out_nb)
+        results = self._results(step)
+        exited = self.engine.proc.poll() if self.engine and self.engine.proc else None
+        if step in _NEEDS_SERVER and exited is not None and not self.launch_error:
+            # the engine died under load: record how, with the log's hints
+            facts = parse_engine_log(self.engine.log_path.read_text(errors="replace")
+                                     if self.engine else "")
+            results["engine_exit"] = {"code": exited, "log_tail": self.engine.log_tail()
+                                      if self.engine else "",
+                                      "hints": [f"{f.name}: {f.hint}" for f in facts.failures]}
+            status = "failed"
+            error = error or StepError(ename="EngineExited",
+                                       evalue=f"the engine exited with code {exited} during "
+                                              f"{step}", hint="see results.engine_exit")
         write_sidecar(self.run_dir / f"{step}.json", Sidecar(
             step=step, notebook=out_nb.name, status=status,
             error=error, started_at=started, finished_at=_now(),
             duration_s=round(time.perf_counter() - t0, 3), params=params,
-            results=self._results(step), provenance=self.provenance()))
+            results=results, provenance=self.provenance()))
         self.log(f"{step}: {status}" + (f" ({error.ename}: {error.evalue})" if error else ""))
         return status
 

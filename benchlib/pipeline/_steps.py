@@ -9,6 +9,7 @@ runner copies them into the step's sidecar.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import json
@@ -18,14 +19,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlib._exceptions import BenchlibError, UsageError
-from benchlib.engines import EngineError, first_token, parse_engine_log
+from benchlib.engines import EngineError, first_token, http_ok, parse_engine_log
 from benchlib.measure import MeasureConfig, measure
 from benchlib.provenance import hash_model_folder
-from benchlib.recipe import Recipe
+from benchlib.recipe import Recipe, Scenario
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
+
+    from benchlib.memory import Plan
 
 __all__ = [
     "Chart",
@@ -36,7 +39,10 @@ __all__ = [
     "measure_figure",
     "measure_scenarios",
     "model_config_summary",
+    "plan_charts",
     "plan_overview",
+    "plan_step",
+    "plan_table",
     "save_results",
     "summary_table",
 ]
@@ -76,7 +82,7 @@ def _read_results(results_path: str | Path) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- 00_plan
 def plan_overview(recipe: Recipe) -> pd.DataFrame:
-    """The scenarios to run and the model's shape as its config.json gives it."""
+    """The scenarios to run: one row per scenario × concurrency."""
     import pandas as pd
 
     rows = []
@@ -87,6 +93,63 @@ def plan_overview(recipe: Recipe) -> pd.DataFrame:
                          "num_prompts": s.prompts_at(i),
                          "tokens_needed": s.input_len + s.output_len})
     return pd.DataFrame(rows)
+
+
+def _config_json(recipe: Recipe) -> Path | None:
+    """The model's config.json: the local folder's, or the pinned revision's fetched alone
+    from the hub (kilobytes), so the plan comes before the download."""
+    spec = recipe.model
+    if spec.local_path is not None:
+        path = spec.local_path
+        if path.is_file() and path.suffix == ".gguf":
+            return path
+        return path if (path / "config.json").is_file() else None
+    from huggingface_hub import hf_hub_download
+
+    token = os.environ.get(spec.hf_token_env) if spec.hf_token_env else None
+    config = Path(hf_hub_download(spec.id, "config.json", revision=spec.revision, token=token))
+    with contextlib.suppress(Exception):  # optional: exact parameter count when present
+        hf_hub_download(spec.id, "model.safetensors.index.json", revision=spec.revision,
+                        token=token)
+    return config.parent
+
+
+def plan_step(recipe: Recipe, results_path: str | Path = "") -> tuple[Plan | None,
+                                                                       pd.DataFrame]:
+    """The memory plan (weights, KV bytes per token, capacity, concurrency, decode floor,
+    verdict) from the recipe's ``plan`` settings, and the scenarios table. The scenarios'
+    longest request is checked against the plan's max_model_len."""
+    from benchlib.memory import PlanConfig, plan
+
+    scenarios = plan_overview(recipe)
+    config = _config_json(recipe)
+    result: dict[str, Any] = {"scenarios": scenarios.to_dict("records")}
+    the_plan = None
+    if config is None:
+        result["plan"] = None
+        result["plan_skipped"] = "no config.json for the model"
+    else:
+        settings = {"max_model_len": recipe.engine.max_model_len, **recipe.plan}
+        the_plan = plan(PlanConfig(model=config, **settings))
+        result["plan"] = the_plan.summary()
+    save_results(results_path, result)
+    return the_plan, scenarios
+
+
+def plan_table(the_plan: Plan | None) -> pd.Series:
+    """The plan's numbers, one per row (what `benchlib plan --json` prints)."""
+    import pandas as pd
+
+    if the_plan is None:
+        return pd.Series({"plan": "skipped: no config.json for the model"})
+    return pd.Series(the_plan.summary())
+
+
+def plan_charts(the_plan: Plan | None) -> list[Chart]:
+    """The memory stack per GPU, and concurrency / KV tokens against max_model_len."""
+    from benchlib.memory import plan_figures
+
+    return [] if the_plan is None else [Chart(f) for f in plan_figures(the_plan)]
 
 
 def model_config_summary(recipe: Recipe) -> dict[str, Any]:
@@ -166,41 +229,93 @@ def measure_scenarios(recipe: Recipe, *, base_url: str, run_dir: str | Path,
     """Every scenario at every concurrency, in order; each result saved as it finishes.
 
     A scenario/concurrency already in ``results_path`` (a resumed run) is not measured again
-    unless ``force``. Returns the summary table.
+    unless ``force``. When the engine stops answering after a scenario (it crashed), that is
+    recorded under ``engine_lost`` and the remaining scenarios are not attempted. Returns the
+    summary table.
     """
     results = {} if force else _read_results(results_path)
     api_key = (os.environ.get(recipe.engine.api_key_env) if recipe.engine.api_key_env
                else None)
-    tokenizer = recipe.model.local_path
     out_dir = Path(run_dir) / "measure"
     for s in recipe.scenarios:
-        for i, conc in enumerate(s.concurrencies):
+        if s.ramp_input_lens:
+            key = f"{s.name}/ramp"
+            if key not in results:
+                results[key] = _ramp(recipe, s, base_url, out_dir, api_key)
+                save_results(results_path, results)
+        for i, conc in enumerate([] if s.ramp_input_lens else s.concurrencies):
             key = f"{s.name}/c{conc}"
             if key in results and results[key].get("completed", 0) > 0:
                 print(f"{key}: done in an earlier attempt, skipped", flush=True)
                 continue
             print(f"{key}: {s.prompts_at(i)} prompts, {s.input_len} in / {s.output_len} out",
                   flush=True)
-            cfg = MeasureConfig(
-                base_url=base_url, model=recipe.model.served_model_name, endpoint=s.endpoint,
-                dataset=s.dataset, dataset_path=s.dataset_path, input_len=s.input_len,
-                output_len=s.output_len, random_range_ratio=s.random_range_ratio,
-                num_prompts=s.prompts_at(i), max_concurrency=conc, request_rate=s.request_rate,
-                burstiness=s.burstiness, num_warmups=s.num_warmups,
-                request_timeout=s.request_timeout_s, ignore_eos=s.ignore_eos,
-                tokenizer=tokenizer, seed=0, disable_tqdm=True,
-                result_json=out_dir / f"{s.name}-c{conc}.json")
-            r = measure(cfg, api_key=api_key)
+            r = measure(_config(recipe, s, base_url, out_dir / f"{s.name}-c{conc}.json",
+                                max_concurrency=conc, num_prompts=s.prompts_at(i),
+                                input_len=s.input_len), api_key=api_key)
             errors = [e for e in r["errors"] if e]
             results[key] = {**{k: v for k, v in r.items() if k not in _BULKY},
                             "scenario": s.name, "concurrency": conc,
                             "input_len": s.input_len, "output_len": s.output_len,
-                            "result_json": str(cfg.result_json),
+                            "result_json": str(out_dir / f"{s.name}-c{conc}.json"),
                             "first_errors": errors[:3]}
             save_results(results_path, results)
             print(f"{key}: {r['completed']} ok, {r['failed']} failed, median TTFT "
                   f"{r['median_ttft_ms']:.1f} ms, TPOT {r['median_tpot_ms']:.2f} ms", flush=True)
-    return summary_table(results)
+        if not _alive(recipe, base_url):
+            results["engine_lost"] = {"after_scenario": s.name, "error": (
+                f"the engine at {base_url} stopped answering during scenario {s.name!r}; "
+                "the scenarios after it were not run (see engine.log)")}
+            save_results(results_path, results)
+            print(results["engine_lost"]["error"], flush=True)
+            break
+    return summary_table({k: v for k, v in results.items()
+                          if "/" in k and not k.endswith("/ramp")})
+
+
+def _alive(recipe: Recipe, base_url: str) -> bool:
+    return http_ok(base_url.rstrip("/") + recipe.engine.ready_path, timeout=10.0)
+
+
+def _config(recipe: Recipe, s: Scenario, base_url: str, result_json: Path, *,
+            max_concurrency: int, num_prompts: int, input_len: int) -> MeasureConfig:
+    return MeasureConfig(
+        base_url=base_url, model=recipe.model.served_model_name, endpoint=s.endpoint,
+        dataset=s.dataset, dataset_path=s.dataset_path, input_len=input_len,
+        output_len=s.output_len, random_range_ratio=s.random_range_ratio,
+        num_prompts=num_prompts, max_concurrency=max_concurrency, request_rate=s.request_rate,
+        burstiness=s.burstiness, num_warmups=s.num_warmups, request_timeout=s.request_timeout_s,
+        ignore_eos=s.ignore_eos, tokenizer=recipe.model.local_path, seed=0, disable_tqdm=True,
+        result_json=result_json)
+
+
+def _ramp(recipe: Recipe, s: Scenario, base_url: str, out_dir: Path,
+          api_key: str | None) -> dict[str, Any]:
+    """One request per input length, going up, until one fails: where it got and how it
+    failed (the request's error, and whether the engine survived)."""
+    steps: list[dict[str, Any]] = []
+    record: dict[str, Any] = {"scenario": s.name, "kind": "ramp", "endpoint": s.endpoint,
+                              "input_lens": list(s.ramp_input_lens), "steps": steps,
+                              "max_completed_input_len": None, "failed_at_input_len": None,
+                              "error": None, "engine_alive_after": True}
+    for n in s.ramp_input_lens:
+        print(f"{s.name}/ramp: input {n} tokens", flush=True)
+        r = measure(_config(recipe, s, base_url, out_dir / f"{s.name}-ramp-{n}.json",
+                            max_concurrency=1, num_prompts=1, input_len=n), api_key=api_key)
+        ok = r["completed"] == 1
+        steps.append({"input_len": n, "ok": ok, "ttft_ms": r["median_ttft_ms"] if ok else None,
+                      "tpot_ms": r["median_tpot_ms"] if ok else None,
+                      "error": r["errors"][0] if not ok else ""})
+        if ok:
+            record["max_completed_input_len"] = n
+            continue
+        record["failed_at_input_len"] = n
+        record["error"] = r["errors"][0]
+        record["engine_alive_after"] = _alive(recipe, base_url)
+        print(f"{s.name}/ramp: failed at {n} tokens: {record['error']} (engine "
+              f"{'still up' if record['engine_alive_after'] else 'gone'})", flush=True)
+        break
+    return record
 
 
 def summary_table(results: dict[str, Any]) -> pd.DataFrame:

@@ -12,7 +12,14 @@ import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 __all__ = [
     "CompareSpec",
@@ -123,6 +130,10 @@ class Scenario(_Strict):
     request_timeout_s: float = Field(600.0, gt=0)
     ignore_eos: bool = True
     sampling: dict[str, float | int | str | bool] = Field(default_factory=dict)
+    ramp_input_lens: list[Annotated[int, Field(ge=1)]] = Field(
+        default_factory=list,
+        description="long-context ramp: one request per input length, in order, at "
+                    "concurrency 1, stopping at the first failure (seed 003's test)")
 
     @model_validator(mode="after")
     def _shape(self) -> Scenario:
@@ -134,6 +145,10 @@ class Scenario(_Strict):
                              f"{len(self.concurrencies)} concurrencies")
         if self.dataset == "file" and self.dataset_path is None:
             raise ValueError("dataset file needs dataset_path")
+        if self.ramp_input_lens and self.dataset != "random":
+            raise ValueError("ramp_input_lens needs the random dataset")
+        if self.ramp_input_lens != sorted(self.ramp_input_lens):
+            raise ValueError("ramp_input_lens must go up")
         return self
 
     def prompts_at(self, index: int) -> int:
@@ -160,8 +175,29 @@ class Recipe(_Strict):
     hardware: HardwareSpec = Field(default_factory=HardwareSpec)
     scenarios: list[Scenario] = Field(min_length=1)
     compare: CompareSpec = Field(default_factory=CompareSpec)
+    plan: dict[str, Any] = Field(
+        default_factory=dict,
+        description="`benchlib plan` settings for 00_plan (gpu, num_gpus, tp, "
+                    "gpu_memory_utilization, kv_cache_dtype, kv_budget_gib, …)")
     steps: list[StepName] = Field(default_factory=lambda: list(ALL_STEPS))
     cell_timeout_s: float = Field(3600.0, gt=0, description="per notebook cell")
+
+    @model_validator(mode="after")
+    def _plan_keys(self) -> Recipe:
+        from benchlib.memory import PlanConfig
+
+        if "model" in self.plan:
+            raise ValueError("plan.model is not a setting: the plan reads the model's "
+                             "config.json from model.local_path or the hub")
+        try:
+            PlanConfig(model=Path("config.json"), **self.plan)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"plan.{'.'.join(str(p) for p in e['loc'])}: "
+                f"{'unknown key (misspelt?)' if e['type'] == 'extra_forbidden' else e['msg']}"
+                for e in exc.errors())
+            raise ValueError(problems) from None
+        return self
 
     @model_validator(mode="after")
     def _unique_names(self) -> Recipe:
