@@ -177,16 +177,26 @@ def download_model(recipe: Recipe, results_path: str | Path = "") -> dict[str, A
                                   "revision": spec.revision, "resolved_revision": None}
     else:
         from huggingface_hub import HfApi, snapshot_download
+        from huggingface_hub.constants import HF_HUB_CACHE
+        from huggingface_hub.utils import filter_repo_objects
 
         token = os.environ.get(spec.hf_token_env) if spec.hf_token_env else None
         info = HfApi().model_info(spec.id, revision=spec.revision, files_metadata=True,
                                   token=token)
-        need = sum((f.size or 0) for f in (info.siblings or []))
-        free = shutil.disk_usage(os.environ.get("HF_HOME", Path.home())).free
+        wanted = list(filter_repo_objects(info.siblings or [], key=lambda f: f.rfilename,
+                                          allow_patterns=spec.include or None,
+                                          ignore_patterns=spec.exclude or None))
+        need = sum((f.size or 0) for f in wanted)
+        cache = Path(HF_HUB_CACHE)
+        while not cache.exists():
+            cache = cache.parent
+        free = shutil.disk_usage(cache).free
+        print(f"{spec.id}@{info.sha}: {len(wanted)} files, {need / 2**30:.2f} GiB; "
+              f"{free / 2**30:.1f} GiB free in {cache}", flush=True)
         if need > free:
             raise BenchlibError(f"{spec.id}@{info.sha} needs {need / 2**30:.1f} GiB, only "
-                                f"{free / 2**30:.1f} GiB free: narrow model.include or free "
-                                "disk space")
+                                f"{free / 2**30:.1f} GiB free in {cache}: narrow "
+                                "model.include / model.exclude or free disk space")
         path = Path(snapshot_download(spec.id, revision=info.sha, token=token,
                                       allow_patterns=spec.include or None,
                                       ignore_patterns=spec.exclude or None))
