@@ -178,7 +178,7 @@ def download_model(recipe: Recipe, results_path: str | Path = "") -> dict[str, A
     else:
         from huggingface_hub import HfApi, snapshot_download
         from huggingface_hub.constants import HF_HUB_CACHE
-        from huggingface_hub.utils import filter_repo_objects
+        from huggingface_hub.utils._paths import filter_repo_objects
 
         token = os.environ.get(spec.hf_token_env) if spec.hf_token_env else None
         info = HfApi().model_info(spec.id, revision=spec.revision, files_metadata=True,
