@@ -11,7 +11,9 @@ N ≤ 1). Corrected where the reference is wrong:
 * ``duration`` runs from the first request's send to the last request's end on the wire.
 
 Ours on top: per-token ITL (each chunk's gap spread over the tokens it carried), mean tokens
-per chunk (≈ speculative acceptance length), and where token counts and times came from.
+per chunk (≈ speculative acceptance length), where token counts and times came from, and
+``buffered_streams``: requests whose chunks all arrived within 1 ms (a buffering server or
+proxy, or a starved API process), whose TPOT cannot be read as decode speed.
 """
 
 from __future__ import annotations
@@ -44,6 +46,13 @@ def _stats(name: str, values_ms: Sequence[float], percentiles: Sequence[float]) 
     for p in percentiles:
         out[f"{percentile_key(p)}_{name}_ms"] = float(np.percentile(arr, p))
     return out
+
+
+def _buffered(o: RequestOutcome, spread_ns: int = 1_000_000) -> bool:
+    """Whether a stream of several chunks arrived all at once (within 1 ms): the server (or a
+    proxy) buffered it, so its TPOT and ITL say nothing about decoding speed."""
+    times = o.chunk_times_ns
+    return len(times) >= 3 and times[-1] - times[0] < spread_ns
 
 
 def _input_tokens(o: RequestOutcome) -> int:
@@ -134,6 +143,7 @@ def summarize(outcomes: Sequence[RequestOutcome], token_counts: Sequence[Sequenc
         result.update(_stats(name, values, percentiles))
     result.update(_stats("itl_per_token", per_token_itls, percentiles))
     result["mean_tokens_per_chunk"] = total_out / chunks if chunks else 0.0
+    result["buffered_streams"] = sum(_buffered(o) for o in ok)
     result["output_tokens_source"] = sources
     result["input_lens"] = [_input_tokens(o) for o in outcomes]
     result["output_lens"] = [o.output_tokens if o.success else 0 for o in outcomes]

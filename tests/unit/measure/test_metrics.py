@@ -73,3 +73,11 @@ def test_no_success_is_not_nan() -> None:
     r = summarize([outcome(0, 0, 0, [], 0, ok=False)], [[]], duration_ns=0, percentiles=[99])
     assert r["completed"] == 0 and r["request_throughput"] == 0.0
     assert r["mean_ttft_ms"] == 0.0
+
+
+def test_buffered_streams_are_counted() -> None:
+    smooth = outcome(0, 0, 10, [5, 5, 5], 4)
+    burst = outcome(1, 0, 10, [0, 0, 0], 4)
+    r = summarize([smooth, burst], [[1.0] * 4, [1.0] * 4], duration_ns=50 * MS,
+                  percentiles=[50])
+    assert r["buffered_streams"] == 1
