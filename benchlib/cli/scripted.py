@@ -31,18 +31,45 @@ def register(sub: Any) -> None:
     p.add_argument("--reasoning-field", choices=["reasoning_content", "reasoning"],
                    default="reasoning_content")
     p.add_argument("--no-usage", action="store_true", help="never send a usage chunk")
+    p.add_argument("--fault", action="append", default=[], metavar="KIND[:SELECT]",
+                   help="inject a fault (repeatable; the first rule that selects a request "
+                   "applies). SELECT: every=N[:start=K] (requests K, K+N, …; K defaults to "
+                   "N) or fraction=F (spread evenly); none: every request. KIND: "
+                   + "; ".join(f"{k}: {v}" for k, v in _fault_kinds().items()))
+    p.add_argument("--huge-chunk-bytes", type=int, default=4 << 20,
+                   help="text size of the huge-chunk fault's chunk (default 4 MiB)")
+    p.add_argument("--idle-timeout", type=float, default=None, metavar="S",
+                   help="close keep-alive connections idle for S seconds (uvicorn: 5)")
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from benchlib.scripted import ScriptConfig, ScriptedServer
+def _fault_kinds() -> dict[str, str]:
+    from benchlib.scripted import FAULT_KINDS
 
+    return FAULT_KINDS
+
+
+def run(args: argparse.Namespace) -> int:
+    from benchlib.scripted import FaultRule, ScriptConfig, ScriptedServer
+
+    faults = []
+    for spec in args.fault:
+        try:
+            faults.append(FaultRule.parse(spec))
+        except ValidationError as exc:
+            why = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'spec'}: "
+                            f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
+            raise UsageError("--fault", f"{spec!r}: {why}") from None
+        except ValueError as exc:
+            raise UsageError("--fault", str(exc)) from None
     try:
         cfg = ScriptConfig(model=args.model, ttft_ms=args.ttft_ms, itl_ms=args.itl_ms,
                            tokens_per_chunk=args.tokens_per_chunk,
                            output_tokens=args.output_tokens, role_chunk=not args.no_role_chunk,
                            reasoning_tokens=args.reasoning_tokens,
-                           reasoning_field=args.reasoning_field, usage=not args.no_usage)
+                           reasoning_field=args.reasoning_field, usage=not args.no_usage,
+                           faults=tuple(faults), huge_chunk_bytes=args.huge_chunk_bytes,
+                           idle_timeout_s=args.idle_timeout)
     except ValidationError as exc:
         raise UsageError("scripted-server", validation_message(exc)) from None
     server = ScriptedServer(cfg, truth=args.truth)

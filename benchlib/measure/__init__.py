@@ -7,7 +7,7 @@ from benchlib.measure._datasets import file_prompts, length_range, random_prompt
 from benchlib.measure._metrics import percentile_key, summarize
 from benchlib.measure._report import format_result
 from benchlib.measure._request import Prompt, RequestOutcome, build_body, decode_capture
-from benchlib.measure._run import load_tokenizer, measure, requests_path
+from benchlib.measure._run import load_tokenizer, measure, read_requests, requests_path
 
 __all__ = [
     "Endpoint",
@@ -24,6 +24,7 @@ __all__ = [
     "measure",
     "percentile_key",
     "random_prompts",
+    "read_requests",
     "requests_path",
     "summarize",
 ]

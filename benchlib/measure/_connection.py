@@ -19,6 +19,7 @@ import contextlib
 import socket
 import time
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 import h11
@@ -26,9 +27,11 @@ import h11
 from benchlib._wire import ANC_BUFSIZE, ClockMap, enable_rx_timestamps, rx_timestamp_ns
 from benchlib.measure._sse import SSEDecoder
 
-__all__ = ["Connection", "ConnectionPool", "Endpoint", "StreamCapture"]
+__all__ = ["Address", "Connection", "ConnectionPool", "Endpoint", "StreamCapture", "resolve"]
 
 _RECV_BUFSIZE = 1 << 18
+#: handshakes in flight at once while a pool opens
+CONNECT_CONCURRENCY = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,35 @@ class StreamCapture:
     kernel_clock: bool = False
 
 
+def _closed_message(capture: StreamCapture | None) -> str:
+    if capture is None or capture.status is None:
+        return "connection closed by the server before responding"
+    return "connection closed by the server mid-response"
+
+
+def _os_error_message(exc: OSError, capture: StreamCapture | None, sending: bool = False
+                      ) -> str:
+    """A socket error as the cause a user can act on: reset, closed, or the OS's words."""
+    if isinstance(exc, ConnectionResetError):
+        when = ("before responding" if capture is None or capture.status is None
+                else "mid-response")
+        return f"connection reset by the server {when}"
+    if isinstance(exc, BrokenPipeError) and sending:
+        return "connection closed by the server while the request was being sent"
+    return f"connection error: {exc.strerror or exc}"
+
+
+#: one resolved address: family, type, protocol, sockaddr
+Address = tuple[socket.AddressFamily, socket.SocketKind, int, Any]
+
+
+async def resolve(endpoint: Endpoint) -> list[Address]:
+    """The endpoint's addresses, resolved once (per pool, not per connection)."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(endpoint.host, endpoint.port, type=socket.SOCK_STREAM)
+    return [(family, kind, proto, addr) for family, kind, proto, _, addr in infos]
+
+
 class Connection:
     """One TCP connection driven from the event loop's reader callback."""
 
@@ -95,19 +127,26 @@ class Connection:
         self.closed = False
 
     @classmethod
-    async def open(cls, endpoint: Endpoint, timeout: float) -> Connection:
-        """Connect (outside any request's clock) and set the socket up for stamping."""
+    async def open(cls, endpoint: Endpoint, timeout: float,
+                   addrs: list[Address] | None = None) -> Connection:
+        """Connect (outside any request's clock) and set the socket up for stamping.
+
+        ``addrs`` are the endpoint's resolved addresses (:func:`resolve`); without them the
+        host is resolved here.
+        """
         loop = asyncio.get_running_loop()
-        infos = await loop.getaddrinfo(endpoint.host, endpoint.port, type=socket.SOCK_STREAM)
+        if addrs is None:
+            addrs = await resolve(endpoint)
         last: OSError | None = None
-        for family, kind, proto, _, addr in infos:
+        for family, kind, proto, addr in addrs:
             sock = socket.socket(family, kind, proto)
             sock.setblocking(False)
             try:
                 await asyncio.wait_for(loop.sock_connect(sock, addr), timeout)
             except (OSError, TimeoutError) as exc:
                 sock.close()
-                last = exc if isinstance(exc, OSError) else OSError(f"connect timed out: {addr}")
+                last = exc if isinstance(exc, OSError) else OSError(
+                    f"connect timed out after {timeout:g} s")
                 continue
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             return cls(endpoint, sock, enable_rx_timestamps(sock))
@@ -116,6 +155,21 @@ class Connection:
     @property
     def reusable(self) -> bool:
         return not self.closed and self._h11.our_state is h11.IDLE
+
+    def hung_up(self) -> bool:
+        """Whether the server closed this idle connection (or sent bytes nobody asked for).
+
+        Servers close keep-alive connections that sit idle (uvicorn after 5 s); a request sent
+        on one would fail with "closed before responding". A non-blocking ``MSG_PEEK`` tells
+        without consuming anything, before any request's clock starts.
+        """
+        try:
+            self._sock.recv(1, socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return True
+        return True  # b"" (EOF) or unsolicited bytes, e.g. a 408 sent before closing
 
     async def stream(self, method: str, target: str, headers: list[tuple[str, str]],
                      body: bytes, capture: StreamCapture) -> None:
@@ -147,9 +201,11 @@ class Connection:
         except asyncio.CancelledError:
             self.close()
             raise
-        except OSError as exc:
+        except OSError as exc:  # sending failed: the server went away before reading it all
             if capture.error is None:
-                capture.error = f"connection error: {exc.strerror or exc}"
+                capture.error = _os_error_message(exc, capture, sending=True)
+            if not capture.end_ns:
+                capture.end_ns = time.perf_counter_ns()
             self.close()
         finally:
             if not self.closed:
@@ -170,23 +226,38 @@ class Connection:
             done.set_result(None)
 
     def _on_readable(self) -> None:
+        """The loop's reader callback: one ``recvmsg``, stamped, unframed, appended.
+
+        It must never raise: an exception escaping a reader callback would leave the request
+        waiting for its timeout, so every failure ends the request with a named error.
+        """
+        capture = self._capture
         try:
             data, anc, _, _ = self._sock.recvmsg(_RECV_BUFSIZE, ANC_BUFSIZE)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
-            self._finish(f"connection error: {exc.strerror or exc}")
+            if capture is not None and not capture.end_ns:
+                capture.end_ns = time.perf_counter_ns()
+            self._finish(_os_error_message(exc, capture))
             return
         stamp = rx_timestamp_ns(anc) if self._kernel_clock else None
         arrival = self._clock.to_perf_ns(stamp) if stamp is not None else time.perf_counter_ns()
-        capture = self._capture
         if capture is None:
             return
         try:
             self._h11.receive_data(data)
             self._drain(capture, arrival, eof=not data)
         except h11.RemoteProtocolError as exc:
-            self._finish(f"protocol error: {exc}")
+            if not capture.end_ns:
+                capture.end_ns = arrival
+            # h11 words a cut-off body its own way; at EOF the cause is the server's close
+            self._finish(_closed_message(capture) if not data
+                         else f"malformed HTTP response from the server: {exc}")
+        except Exception as exc:  # never leave the request hanging on an unforeseen input
+            if not capture.end_ns:
+                capture.end_ns = arrival
+            self._finish(f"cannot read the response: {type(exc).__name__}: {exc}")
 
     def _drain(self, capture: StreamCapture, arrival: int, eof: bool) -> None:
         conn = self._h11
@@ -214,14 +285,18 @@ class Connection:
                 capture.end_ns = arrival
                 self._finish()
                 return
-            elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
+            elif isinstance(event, h11.ConnectionClosed):
                 capture.end_ns = arrival
-                self._finish("connection closed by the server before the response ended")
+                self._finish(_closed_message(capture))
+                return
+            elif event is h11.PAUSED:
+                capture.end_ns = arrival
+                self._finish("the server switched protocols or sent data past the response")
                 return
             else:  # h11.NEED_DATA
                 if eof:
                     capture.end_ns = arrival
-                    self._finish("connection closed by the server before the response ended")
+                    self._finish(_closed_message(capture))
                 return
 
     def close(self) -> None:
@@ -234,38 +309,53 @@ class Connection:
 
 
 class ConnectionPool:
-    """Keep-alive connections shared by all requests, opened before the timed phase."""
+    """Keep-alive connections shared by all requests, opened before the timed phase.
+
+    Opening is bounded (:data:`CONNECT_CONCURRENCY` handshakes in flight), so a thousand
+    connections opened at once do not overflow the server's SYN or accept backlog (a
+    dropped SYN costs a one-second retransmit, or a connect timeout).
+    """
 
     def __init__(self, endpoint: Endpoint, size: int, connect_timeout: float) -> None:
         self.endpoint = endpoint
         self.size = size
         self._connect_timeout = connect_timeout
         self._idle: list[Connection] = []
+        self._addrs: list[Address] | None = None
+        self._connecting: asyncio.Semaphore | None = None
 
     async def open(self) -> None:
-        """Open ``size`` connections now, concurrently, so no request pays for a handshake.
+        """Open ``size`` connections now, so no request pays for a handshake.
 
         Failures are not raised here: a request that finds no connection opens its own and
         records why that failed, so an unreachable server shows up per request.
         """
-        conns = await asyncio.gather(
-            *(Connection.open(self.endpoint, self._connect_timeout) for _ in range(self.size)),
-            return_exceptions=True,
-        )
+        try:
+            self._addrs = await resolve(self.endpoint)
+        except OSError:
+            return  # each request will try again and name the error
+        conns = await asyncio.gather(*(self._connect() for _ in range(self.size)),
+                                     return_exceptions=True)
         self._idle.extend(c for c in conns if isinstance(c, Connection))
+
+    async def _connect(self) -> Connection:
+        if self._connecting is None:
+            self._connecting = asyncio.Semaphore(CONNECT_CONCURRENCY)
+        async with self._connecting:
+            return await Connection.open(self.endpoint, self._connect_timeout, self._addrs)
 
     @property
     def kernel_clock(self) -> bool:
         return all(c._kernel_clock for c in self._idle) if self._idle else False
 
     async def acquire(self) -> Connection:
-        """An idle connection, or a new one when all are busy or were closed."""
+        """An idle connection the server still holds open, or a new one."""
         while self._idle:
             conn = self._idle.pop()
-            if conn.reusable:
+            if conn.reusable and not conn.hung_up():
                 return conn
             conn.close()
-        return await Connection.open(self.endpoint, self._connect_timeout)
+        return await self._connect()
 
     def release(self, conn: Connection) -> None:
         if conn.reusable:

@@ -4,23 +4,41 @@ Everything that costs time is done before the timed phase: request bodies are bu
 offsets drawn and the keep-alive connections opened. During it, a request waits for its
 release time, then for a concurrency slot, then for an idle connection; its clock starts only
 when its bytes go to the socket (see :mod:`benchlib.measure._connection`).
+
+Every stream in flight holds a socket, so before the run the process's soft open-file limit
+(``RLIMIT_NOFILE``, often 1024) is raised as far as the run can need, up to the hard limit
+(:mod:`benchlib.measure._limits`); where the hard limit is lower, the requests that cannot get
+a socket fail with "Too many open files" and the limit named, and the run goes on.
+
+A request never raises: every fault (refused, reset, closed, timed out, malformed) ends as a
+:class:`~benchlib.measure._request.RequestOutcome` with a named ``error``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import gc
 import math
+import os
+import socket
+import sys
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from benchlib.measure._arrivals import arrival_offsets
 from benchlib.measure._connection import ConnectionPool, Endpoint, StreamCapture
+from benchlib.measure._limits import open_file_limit, raise_open_file_limit
 from benchlib.measure._request import API_PATHS, EndpointKind, RequestOutcome, decode_capture
 
 __all__ = ["LoadPlan", "run_load"]
 
 _MAX_PREOPEN = 1024
+#: outputs longer than this (characters) are post-processed off the event loop
+OFFLOAD_CHARS = 1 << 18
+_SWITCH_INTERVAL_S = 0.0005
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +72,17 @@ async def _one(pool: ConnectionPool, target: str, headers: list[tuple[str, str]]
     try:
         conn = await pool.acquire()
     except OSError as exc:
-        capture.error = f"cannot connect to {pool.endpoint.host_header}: {exc.strerror or exc}"
+        if isinstance(exc, socket.gaierror):
+            why = f"cannot resolve {pool.endpoint.host!r} ({exc.strerror or exc})"
+        elif exc.errno and exc.errno > 0:
+            # asyncio words a refused connect "Connect call failed (addr)": the OS's cause
+            why = os.strerror(exc.errno)
+        else:
+            why = exc.strerror or str(exc)
+        if exc.errno in (errno.EMFILE, errno.ENFILE):
+            why += (f" (the open-file limit is {open_file_limit()}; raise the hard limit, "
+                    "e.g. ulimit -Hn, or lower --max-concurrency)")
+        capture.error = f"cannot connect to {pool.endpoint.host_header}: {why}"
         capture.start_ns = capture.end_ns = time.perf_counter_ns()
         return capture
     try:
@@ -74,16 +102,35 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
                    ) -> tuple[list[RequestOutcome], int]:
     """Send every body; call ``on_outcome`` as each request ends (in completion order).
 
+    Ended requests are decoded and handed to ``on_outcome`` one per event-loop iteration, in
+    the order they ended, so reading the sockets of the requests still streaming comes
+    first. ``on_outcome`` runs on the event loop, except for outputs over
+    :data:`OFFLOAD_CHARS` characters: those run in one worker thread, so re-tokenizing
+    megabytes (the tokenizer releases the GIL) does not stall the other streams' reads. It
+    must be thread-safe.
+
     Returns the outcomes in request order and the duration (first send → last end) in ns.
     """
     endpoint = Endpoint.parse(plan.base_url)
     target = endpoint.path(API_PATHS[plan.kind])
     limit = plan.max_concurrency
     size = min(limit or len(bodies), _MAX_PREOPEN, max(1, len(bodies)))
+    raise_open_file_limit(min(limit or len(bodies), len(bodies)))
     pool = ConnectionPool(endpoint, size, plan.connect_timeout)
     await pool.open()
     offsets = arrival_offsets(len(bodies), plan.request_rate, plan.burstiness, plan.seed)
     headers = [_headers(endpoint, b, plan.api_key) for b in bodies]
+    thresholds = gc.get_threshold()
+    # A full collection walks every object (tokenizer, numpy, the captures): ~100 ms with
+    # no socket read, by which time later chunks are merged under one kernel stamp. Freeze
+    # what exists now and leave young cycles (asyncio's) to the cheap generations.
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(thresholds[0], thresholds[1], 1 << 30)
+    # While the worker thread post-processes a huge output, the loop thread gets the GIL
+    # back within this interval (default 5 ms: longer than many ITLs).
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch, _SWITCH_INTERVAL_S))
     try:
         if warmup_bodies:
             sem_w = asyncio.Semaphore(max(1, min(limit or len(warmup_bodies),
@@ -98,6 +145,10 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
 
         sem = asyncio.Semaphore(limit) if limit else None
         outcomes: list[RequestOutcome | None] = [None] * len(bodies)
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Queue[tuple[int, StreamCapture]] = asyncio.Queue()
+        failure: list[BaseException] = []
+        worker = ThreadPoolExecutor(1, thread_name_prefix="benchlib-outcome")
 
         async def request(i: int) -> None:
             if sem is not None:
@@ -106,11 +157,28 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
                                          plan.request_timeout)
             else:
                 capture = await _one(pool, target, headers[i], bodies[i], plan.request_timeout)
-            outcome = decode_capture(i, prompt_lens[i], capture, plan.kind)
-            outcomes[i] = outcome
-            on_outcome(outcome, capture)
+            ended.put_nowait((i, capture))
 
-        loop = asyncio.get_running_loop()
+        async def post_process() -> None:
+            # One ended request per loop iteration: a wave of requests ending together
+            # would otherwise hold the loop for hundreds of ms while other streams' chunks
+            # pile up unread in their sockets, where the kernel merges them under one stamp.
+            while True:
+                i, capture = await ended.get()
+                try:
+                    outcome = decode_capture(i, prompt_lens[i], capture, plan.kind)
+                    outcomes[i] = outcome
+                    if sum(map(len, outcome.chunk_texts)) > OFFLOAD_CHARS:
+                        await loop.run_in_executor(worker, on_outcome, outcome, capture)
+                    else:
+                        on_outcome(outcome, capture)
+                except Exception as exc:  # re-raised after the run; keep draining
+                    failure.append(exc)
+                finally:
+                    ended.task_done()
+                await asyncio.sleep(0)
+
+        post = asyncio.create_task(post_process())
         begin = loop.time()
         tasks = []
         for i, offset in enumerate(offsets):
@@ -118,9 +186,19 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
             if delay > 0:
                 await asyncio.sleep(delay)
             tasks.append(asyncio.create_task(request(i)))
-        await asyncio.gather(*tasks)
+        try:
+            await asyncio.gather(*tasks)
+            await ended.join()
+        finally:
+            post.cancel()
+            worker.shutdown(wait=True)
+        if failure:
+            raise failure[0]
     finally:
         pool.close()
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+        sys.setswitchinterval(switch)
     done = [o for o in outcomes if o is not None]
     start = min(o.start_ns for o in done)
     end = max(o.end_ns for o in done)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,9 +25,29 @@ def _row(label: str, value: Any) -> str:
     return f"{label:<40} {value!s:<10}"
 
 
+#: distinct failure causes listed under the block (the rest are counted together)
+_MAX_CAUSES = 5
+
+
+def _failure_lines(errors: Sequence[str]) -> list[str]:
+    """Failed requests grouped by cause, most frequent first (benchlib's addition)."""
+    causes = Counter(e for e in errors if e)
+    if not causes:
+        return []
+    lines = ["{s:{c}^{n}}".format(s="Failed requests by cause (benchlib)", n=50, c="-")]
+    ranked = causes.most_common()
+    for cause, count in ranked[:_MAX_CAUSES]:
+        lines.append(f"{count:>6} × {cause if len(cause) <= 200 else cause[:197] + '...'}")
+    rest = sum(count for _, count in ranked[_MAX_CAUSES:])
+    if rest:
+        lines.append(f"{rest:>6} × other causes (see the .requests.jsonl)")
+    return lines
+
+
 def format_result(result: dict[str, Any], percentiles: Sequence[float]) -> str:
     """The block as text. Rows and labels follow the reference; benchlib's extra rows are
-    marked so nobody mistakes them for reference numbers."""
+    marked so nobody mistakes them for reference numbers. Failures are listed by cause, and
+    output tokens counted by the tokenizer (the server sent no usage) are said to be."""
     lines = ["{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")]
     lines.append(_row("Successful requests:", result["completed"]))
     lines.append(_row("Failed requests:", result["failed"]))
@@ -46,6 +67,10 @@ def format_result(result: dict[str, Any], percentiles: Sequence[float]) -> str:
     lines.append(_row("Peak concurrent requests:", result["max_concurrent_requests"]))
     lines.append(_row("Total token throughput (tok/s):", result["total_token_throughput"]))
     lines.append(_row("Mean tokens per chunk (benchlib):", result["mean_tokens_per_chunk"]))
+    sources = result.get("output_tokens_source") or {}
+    if sources.get("tokenizer"):
+        lines.append(_row("Output tokens by tokenizer (no usage):",
+                          f"{sources['tokenizer']} of {result['completed']} requests"))
     for key, title, short in _SECTIONS:
         lines.append("{s:{c}^{n}}".format(s=title, n=50, c="-"))
         lines.append(_row(f"Mean {short} (ms):", result[f"mean_{key}_ms"]))
@@ -53,5 +78,6 @@ def format_result(result: dict[str, Any], percentiles: Sequence[float]) -> str:
         for p in percentiles:
             label = percentile_key(p).upper()
             lines.append(_row(f"{label} {short} (ms):", result[f"{percentile_key(p)}_{key}_ms"]))
+    lines.extend(_failure_lines(result.get("errors") or ()))
     lines.append("=" * 50)
     return "\n".join(lines)

@@ -101,7 +101,7 @@ class RequestOutcome:
 def _error_message(body: bytes) -> str:
     try:
         obj = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return body[:200].decode("utf-8", "replace").strip()
     if isinstance(obj, dict):
         err = obj.get("error", obj)
@@ -151,38 +151,46 @@ def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
             continue
         try:
             obj = json.loads(payload)
-        except ValueError:
-            out.error = f"SSE event {n} is not valid JSON: {payload[:80]!r}"
+        except (ValueError, RecursionError):
+            out.error = f"SSE event #{n + 1} is not valid JSON: {payload[:80]!r}"
             return out
         if not isinstance(obj, dict):
-            out.error = f"SSE event {n} is not a JSON object: {payload[:80]!r}"
+            out.error = f"SSE event #{n + 1} is not a JSON object: {payload[:80]!r}"
             return out
-        if "error" in obj or obj.get("object") == "error":
+        if obj.get("error") or obj.get("object") == "error":
             out.error = f"server error in stream: {_error_message(payload)}"
             return out
-        if not out.response_id and obj.get("id"):
-            out.response_id = str(obj["id"])
-        usage = obj.get("usage")
-        if isinstance(usage, dict) and usage.get("completion_tokens") is not None:
-            out.output_tokens = int(usage["completion_tokens"])
-            out.output_tokens_source = "usage"
-            if usage.get("prompt_tokens") is not None:
-                out.server_prompt_tokens = int(usage["prompt_tokens"])
-        choices = obj.get("choices")
-        if not choices:
-            continue
-        choice = choices[0]
+        try:  # any JSON can arrive here: a wrong shape is this request's named error
+            if not out.response_id and obj.get("id"):
+                out.response_id = str(obj["id"])
+            usage = obj.get("usage")
+            if isinstance(usage, dict) and usage.get("completion_tokens") is not None:
+                out.output_tokens = int(usage["completion_tokens"])
+                out.output_tokens_source = "usage"
+                if usage.get("prompt_tokens") is not None:
+                    out.server_prompt_tokens = int(usage["prompt_tokens"])
+            choices = obj.get("choices")
+            if not choices:
+                continue
+            choice = choices[0]
+            finish = choice.get("finish_reason")
+            c, r, t = _delta_text(choice, kind)
+            text = r + c + t
+        except (AttributeError, TypeError, ValueError, KeyError, IndexError,
+                OverflowError) as exc:
+            out.error = (f"SSE event #{n + 1} has an unexpected shape ({type(exc).__name__}: "
+                         f"{exc}): {payload[:80]!r}")
+            return out
         last_choice_ns = arrival
-        if choice.get("finish_reason"):
-            out.finish_reason = str(choice["finish_reason"])
-        c, r, t = _delta_text(choice, kind)
-        if not (c or r or t):
+        if finish:
+            out.finish_reason = str(finish)
+        if not text:
             continue
         content.append(c)
         reasoning.append(r)
         tools.append(t)
         out.chunk_times_ns.append(arrival)
-        out.chunk_texts.append(r + c + t)
+        out.chunk_texts.append(text)
         if prev_ns is None:
             out.ttft_ns = arrival - capture.start_ns
         else:

@@ -1,20 +1,26 @@
 """One measurement, end to end: prompts → load → per-request log → metrics → files.
 
-Nothing measured is lost: each request's record is appended and flushed to
-``<result stem>.requests.jsonl`` the moment it ends, so a killed run keeps every finished
-request; the result JSON is written (atomically) even when every request failed.
+Nothing measured is lost: each request's record goes to ``<result stem>.requests.jsonl``
+the moment it ends, as one ``write`` of one whole line to a file opened ``O_APPEND`` (so it
+is in the kernel's page cache, not a Python buffer, when the next request is handled). A run
+killed even with SIGKILL keeps every finished request's line; at worst the very last line is
+cut short, and :func:`read_requests` drops it. The file is started afresh by each run. The
+result JSON is written (atomically) even when every request failed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import datetime as dt
 import json
 import math
 import os
 import sys
+import threading
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from tqdm import tqdm
 
@@ -26,9 +32,10 @@ from benchlib.measure._loadgen import LoadPlan, run_load
 from benchlib.measure._metrics import summarize
 from benchlib.measure._request import RequestOutcome, build_body, chunk_token_counts
 
-__all__ = ["load_tokenizer", "measure", "requests_path"]
+__all__ = ["load_tokenizer", "measure", "read_requests", "requests_path"]
 
 _MS = 1e6
+_T = TypeVar("_T")
 
 
 def load_tokenizer(path: Path) -> Any:
@@ -45,9 +52,56 @@ def load_tokenizer(path: Path) -> Any:
         raise UsageError("--tokenizer", f"cannot load a tokenizer from {path}: {exc}") from None
 
 
+def _run_coroutine(coro: Coroutine[Any, Any, _T]) -> _T:
+    """``asyncio.run``, also from inside a running loop (a Jupyter kernel): then the load runs
+    on a fresh loop in a worker thread, which also keeps the kernel's loop out of its way."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="benchlib-load") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def requests_path(result_json: Path) -> Path:
     """``run.json`` → ``run.requests.jsonl``."""
     return result_json.with_name(result_json.stem + ".requests.jsonl")
+
+
+def read_requests(path: Path) -> list[dict[str, Any]]:
+    """The records of a ``.requests.jsonl`` file, in completion order.
+
+    A last line that is cut short (the run was killed while writing it) is dropped; a bad
+    line anywhere else means the file is not one benchlib wrote, and raises ``ValueError``.
+    """
+    lines = path.read_bytes().split(b"\n")
+    records: list[dict[str, Any]] = []
+    for n, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            if n == len(lines) - 1:  # no newline after it: the write was cut off
+                break
+            raise ValueError(f"{path}:{n + 1}: not a JSON line") from None
+    return records
+
+
+class _LineLog:
+    """Whole lines appended with one ``os.write`` each: nothing waits in a user-space
+    buffer, so a SIGKILL loses no finished line."""
+
+    def __init__(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+
+    def write(self, record: dict[str, Any]) -> None:
+        data = memoryview((json.dumps(record) + "\n").encode())
+        while data:  # a regular file takes it in one call; loop for the pathological case
+            data = data[os.write(self._fd, data):]
+
+    def close(self) -> None:
+        os.close(self._fd)
 
 
 def _record(o: RequestOutcome, counts: list[float], first_ns: int) -> dict[str, Any]:
@@ -90,31 +144,35 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
                     request_rate=cfg.request_rate, burstiness=cfg.burstiness,
                     num_warmups=cfg.num_warmups, request_timeout=cfg.request_timeout,
                     seed=cfg.seed, api_key=api_key)
-    log: IO[str] | None = None
+    log: _LineLog | None = None
     if cfg.result_json is not None:
         cfg.result_json.parent.mkdir(parents=True, exist_ok=True)
-        log = requests_path(cfg.result_json).open("a", encoding="utf-8")
+        log = _LineLog(requests_path(cfg.result_json))
     counts: dict[int, list[float]] = {}
     bar = tqdm(total=len(bodies), desc="requests", unit="req", disable=cfg.disable_tqdm,
                file=sys.stderr, mininterval=0.5)
     first_ns: list[int] = []
 
+    lock = threading.Lock()
+
     def on_outcome(o: RequestOutcome, capture: StreamCapture) -> None:
+        # may run in a worker thread (huge outputs): tokenize outside the lock, write inside
         if o.success and o.output_tokens_source == "none" and tokenizer is not None:
             o.output_tokens = len(tokenizer(o.generated, add_special_tokens=False)["input_ids"])
             o.output_tokens_source = "tokenizer"
-        counts[o.index] = chunk_token_counts(o, tokenizer) if o.success else []
-        if not first_ns:
-            first_ns.append(o.start_ns)
-        if log is not None:
-            log.write(json.dumps(_record(o, counts[o.index], first_ns[0])) + "\n")
-            log.flush()
-        bar.update(1)
+        chunk_counts = chunk_token_counts(o, tokenizer) if o.success else []
+        with lock:
+            counts[o.index] = chunk_counts
+            if not first_ns:
+                first_ns.append(o.start_ns)
+            if log is not None:
+                log.write(_record(o, chunk_counts, first_ns[0]))
+            bar.update(1)
 
     date = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     try:
-        outcomes, duration_ns = asyncio.run(run_load(bodies, [p.prompt_len for p in prompts],
-                                                     plan, warmups, on_outcome))
+        outcomes, duration_ns = _run_coroutine(run_load(
+            bodies, [p.prompt_len for p in prompts], plan, warmups, on_outcome))
     finally:
         bar.close()
         if log is not None:
@@ -125,7 +183,8 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
         "tokenizer_id": str(cfg.tokenizer) if cfg.tokenizer else None,
         "num_prompts": cfg.num_prompts,
         "request_rate": "inf" if math.isinf(cfg.request_rate) else cfg.request_rate,
-        "burstiness": cfg.burstiness, "max_concurrency": cfg.max_concurrency,
+        "burstiness": "inf" if math.isinf(cfg.burstiness) else cfg.burstiness,
+        "max_concurrency": cfg.max_concurrency,
     }
     result.update(summarize(outcomes, [counts[o.index] for o in outcomes],
                             duration_ns=duration_ns, percentiles=cfg.percentiles,

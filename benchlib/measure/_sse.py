@@ -5,7 +5,8 @@ CRLF, LF or CR; ``data:`` lines (one optional space after the colon) accumulate 
 with LF; a blank line dispatches the event; comments (``:``) and other fields are ignored. A
 CR at the very end of the input is held back until the next byte says whether LF follows, so
 every split of the same stream decodes to the same events. Work per byte stays in C
-(``bytes.find``), which keeps multi-megabyte events cheap.
+(``bytes.find``), and a line that spans many reads is collected piece by piece and joined
+once, so a multi-megabyte event costs linear time however finely it is split.
 """
 
 from __future__ import annotations
@@ -16,15 +17,25 @@ __all__ = ["SSEDecoder"]
 class SSEDecoder:
     """Feed raw body bytes with :meth:`feed`; get back the ``data`` payloads it completed."""
 
-    __slots__ = ("_buf", "_data", "_has_data")
+    __slots__ = ("_buf", "_data", "_has_data", "_parts")
 
     def __init__(self) -> None:
+        #: the unfinished line: no CR or LF in it, except possibly a CR at its very end
         self._buf = b""
+        #: later pieces of that unfinished line (no CR or LF in them), joined when it ends
+        self._parts: list[bytes] = []
         self._data: list[bytes] = []
         self._has_data = False
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """Decode ``chunk`` and return the payloads of every event it completed, in order."""
+        if self._buf and not self._buf.endswith(b"\r") and b"\n" not in chunk \
+                and b"\r" not in chunk:
+            self._parts.append(chunk)  # the long line goes on: nothing to scan again
+            return []
+        if self._parts:
+            self._buf = b"".join([self._buf, *self._parts])
+            self._parts = []
         buf = self._buf + chunk if self._buf else chunk
         events: list[bytes] = []
         start = 0
@@ -50,8 +61,9 @@ class SSEDecoder:
     def close(self) -> list[bytes]:
         """End of stream: a trailing unterminated line is processed; an undispatched event is
         dropped, as the standard says."""
-        tail = self._buf
+        tail = b"".join([self._buf, *self._parts])
         self._buf = b""
+        self._parts = []
         events: list[bytes] = []
         if tail:
             self._line(tail.rstrip(b"\r"), events)

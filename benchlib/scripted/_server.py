@@ -6,14 +6,32 @@ first bytes; each SSE event is written as its own chunk at ``arrival + ttft + k 
 the time its ``send`` returned is recorded. On loopback that is the moment the bytes reached
 the client's socket, so the truth file it writes (one JSON line per request, keyed by the
 response ``id``) is what a perfect client would measure. Clients under test are compared with
-it, never with the configured knobs.
+it, never with the configured knobs. (While the client's receive buffer is full, e.g. behind
+a multi-megabyte chunk it has not read yet, ``send`` returns once the bytes are in the
+server's send buffer: the truth is early by that backlog.) A request's events are rendered
+before its first one is due and framed by hand, so a due time costs one ``send``: the
+server keeps its schedule at tens of thousands of chunks per second.
+
+Faults (:class:`~benchlib.scripted.FaultRule`) hit selected generation requests: HTTP errors,
+resets, closes, streams without ``[DONE]``, broken JSON, error events, stalls, JSON bodies
+where a stream was asked for, and two shapes that must still succeed (a multi-megabyte chunk,
+``choices: []`` events). A faulted request's truth row carries ``"fault": KIND`` and the
+content writes that did happen, so a consumer of the truth file keeps the rows without
+``fault`` (or those its client counted as successes) when it compares timings. Faults never
+move the schedule of the other requests.
+
+The server raises its soft open-file limit (up to the hard limit) so that thousands of
+concurrent connections can be accepted; a failed ``accept`` (out of descriptors) is retried,
+never fatal.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
+import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +40,7 @@ from typing import IO, Any
 import h11
 
 from benchlib._wire import ANC_BUFSIZE, ClockMap, enable_rx_timestamps, rx_timestamp_ns
-from benchlib.scripted._config import ScriptConfig
+from benchlib.scripted._config import FaultKind, ScriptConfig
 
 __all__ = ["ScriptedServer"]
 
@@ -38,6 +56,32 @@ def _token_text(i: int) -> str:
     return " " + _WORDS[i % len(_WORDS)]
 
 
+def _huge_text(size: int) -> str:
+    """``size`` characters of words: tokenizers stay linear on it (one endless "word" would
+    not)."""
+    unit = "".join(_token_text(i) for i in range(len(_WORDS)))
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+#: faults that strike halfway through the content chunks
+_MID_STREAM: frozenset[str] = frozenset(
+    {"reset", "close-mid-stream", "bad-json", "error-event", "stall"})
+_HTTP_FAULTS: dict[str, tuple[int, str, str]] = {
+    "http-500": (500, "InternalServerError", "scripted fault: internal server error"),
+    "http-429": (429, "RateLimitError", "scripted fault: too many requests"),
+}
+#: accept() failures that a busy server outlives (descriptors run out, a client gave up)
+_ACCEPT_RETRY_S = 0.05
+
+
+class _Hangup(Exception):
+    """Leave the connection now, without finishing the response (``reset``: with an RST)."""
+
+    def __init__(self, reset: bool) -> None:
+        super().__init__("reset" if reset else "close")
+        self.reset = reset
+
+
 class _Peer:
     """One accepted connection: stamped reads and whole-chunk writes."""
 
@@ -47,6 +91,7 @@ class _Peer:
         self.kernel_clock = enable_rx_timestamps(sock)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=1 << 24)
+        self.chunked = False
 
     async def recv(self) -> tuple[bytes, int]:
         """Next bytes from the client and the perf_counter_ns time they arrived."""
@@ -68,6 +113,22 @@ class _Peer:
     async def write(self, event: h11.Data | h11.Response | h11.EndOfMessage) -> int:
         """Write one h11 event; return perf_counter_ns when the kernel had all of it."""
         data = self.h11.send(event) or b""
+        if isinstance(event, h11.Response):
+            # the hot path frames body chunks itself when h11 chose chunked (HTTP/1.1)
+            self.chunked = b"transfer-encoding: chunked" in data.lower()
+        return await self.send(data)
+
+    async def event(self, payload: bytes) -> int:
+        """Write one SSE event (``data: payload``) as one body chunk; return when the kernel
+        had all of it. Chunked framing is written here rather than by ``h11.send`` (which
+        adds nothing for chunked bodies but costs as much as the rest of the chunk)."""
+        data = b"data: " + payload + b"\n\n"
+        if self.chunked:
+            return await self.send(b"%x\r\n%b\r\n" % (len(data), data))
+        return await self.write(h11.Data(data=data))
+
+    async def send(self, data: bytes) -> int:
+        """Send ``data`` whole; return perf_counter_ns when the kernel had all of it."""
         try:
             sent = self.sock.send(data)
         except BlockingIOError:
@@ -88,7 +149,10 @@ class ScriptedServer:
 
     async def serve(self, host: str, port: int, on_ready: Callable[[int], None]) -> None:
         """Listen, call ``on_ready(port)``, and serve until cancelled."""
+        from benchlib.measure._limits import raise_open_file_limit  # (imports numpy: lazily)
+
         loop = asyncio.get_running_loop()
+        raise_open_file_limit(1 << 16)
         lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         lsock.bind((host, port))
@@ -100,7 +164,11 @@ class ScriptedServer:
         tasks: set[asyncio.Task[None]] = set()
         try:
             while True:
-                sock, _ = await loop.sock_accept(lsock)
+                try:
+                    sock, _ = await loop.sock_accept(lsock)
+                except OSError:  # EMFILE, ENFILE, ECONNABORTED: keep serving the others
+                    await asyncio.sleep(_ACCEPT_RETRY_S)
+                    continue
                 sock.setblocking(False)
                 task = loop.create_task(self._connection(_Peer(sock)))
                 tasks.add(task)
@@ -122,6 +190,12 @@ class ScriptedServer:
                 if peer.h11.our_state is h11.MUST_CLOSE:
                     return
                 peer.h11.start_next_cycle()
+        except _Hangup as hangup:
+            if hangup.reset:  # linger on, timeout 0: close() sends RST, not FIN
+                with contextlib.suppress(OSError):
+                    peer.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                         struct.pack("ii", 1, 0))
+            return
         except (OSError, h11.ProtocolError):
             return
         finally:
@@ -131,10 +205,17 @@ class ScriptedServer:
         request: h11.Request | None = None
         body = bytearray()
         arrival = 0
+        idle = self.config.idle_timeout_s
         while True:
             event = peer.h11.next_event()
             if event is h11.NEED_DATA:
-                data, stamp = await peer.recv()
+                if not arrival and idle is not None:
+                    try:  # keep-alive between requests, as uvicorn's timeout_keep_alive
+                        data, stamp = await asyncio.wait_for(peer.recv(), idle)
+                    except TimeoutError:
+                        return None, b"", 0
+                else:
+                    data, stamp = await peer.recv()
                 if not arrival:
                     arrival = stamp
                 peer.h11.receive_data(data)
@@ -161,14 +242,19 @@ class ScriptedServer:
             except ValueError:
                 await self._json(peer, 400, {"error": {"message": "body is not JSON"}})
                 return
+            if not isinstance(payload, dict):
+                await self._json(peer, 400, {"error": {"message": "body is not a JSON object"}})
+                return
             await self._generate(peer, payload, target.endswith("chat/completions"), arrival)
         else:
             await self._json(peer, 404, {"error": {"message": f"no route {target}"}})
 
-    async def _json(self, peer: _Peer, status: int, obj: dict[str, Any]) -> None:
+    async def _json(self, peer: _Peer, status: int, obj: dict[str, Any],
+                    headers: tuple[tuple[str, str], ...] = ()) -> None:
         data = json.dumps(obj).encode()
         await peer.write(h11.Response(status_code=status, headers=[
-            ("content-type", "application/json"), ("content-length", str(len(data)))]))
+            ("content-type", "application/json"), ("content-length", str(len(data))),
+            *headers]))
         await peer.write(h11.Data(data=data))
         await peer.write(h11.EndOfMessage())
 
@@ -176,59 +262,113 @@ class ScriptedServer:
                         arrival: int) -> None:
         cfg = self.config
         self._count += 1
+        fault = cfg.fault_for(self._count)
         rid = f"{'chatcmpl' if chat else 'cmpl'}-{self._count}"
         n = cfg.output_tokens or int(payload.get("max_tokens") or payload.get(
             "max_completion_tokens") or cfg.default_max_tokens)
+        k = cfg.tokens_per_chunk
+        writes: list[int] = []
+        row: dict[str, Any] = {"id": rid, "arrival_ns": arrival, "content_writes_ns": writes,
+                               "completion_tokens": n, "tokens_per_chunk": k,
+                               "kernel_clock": peer.kernel_clock}
+        if fault is not None:
+            row["fault"] = fault
+        if fault in _HTTP_FAULTS:
+            status, kind, message = _HTTP_FAULTS[fault]
+            self._record(row)
+            await self._json(peer, status, {"error": {"message": message, "type": kind,
+                                                      "param": None, "code": status}},
+                             (("retry-after", "1"),) if status == 429 else ())
+            return
+        if fault == "close-no-response":
+            self._record(row)
+            raise _Hangup(reset=False)
         texts = [_token_text(i) for i in range(n)]
-        if not payload.get("stream"):
+        if not payload.get("stream") or fault == "json-body":
+            if fault is not None:
+                self._record(row)
             await self._json(peer, 200, self._whole(rid, chat, texts))
             return
         await peer.write(h11.Response(status_code=200, headers=[
             ("content-type", "text/event-stream"), ("cache-control", "no-cache")]))
         base = {"id": rid, "object": "chat.completion.chunk" if chat else "text_completion",
                 "created": int(time.time()), "model": cfg.model}
-        writes: list[int] = []
         if chat and cfg.role_chunk:
             role = {**base, "choices": [{"index": 0, "delta": {"role": "assistant",
                                                                 "content": ""}}]}
             await self._event(peer, role)
-        k = cfg.tokens_per_chunk
         t0 = arrival / 1e9
         chunks = [(i, min(i + k, n)) for i in range(0, n, k)]
-        for j, (a, b) in enumerate(chunks):
+        cut = max(1, len(chunks) // 2)  # content chunks sent before a mid-stream fault
+        # rendered before the first is due, so each due time costs only a send
+        events = [json.dumps({**base, "choices": [self._choice(
+            texts, a, b, chat, huge=fault == "huge-chunk" and j == cut - 1)]}).encode()
+            for j, (a, b) in enumerate(chunks)]
+        empty = json.dumps({**base, "choices": []}).encode()
+        for j, event in enumerate(events):
+            if j == cut and fault in _MID_STREAM and await self._mid_stream(peer, fault, row):
+                return
             due = t0 + (cfg.ttft_ms + j * cfg.itl_ms) / 1e3
             delay = due - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            last = b == n
-            choice: dict[str, Any]
-            reasoning = "".join(texts[i] for i in range(a, min(b, cfg.reasoning_tokens)))
-            content = "".join(texts[i] for i in range(max(a, cfg.reasoning_tokens), b))
-            if chat:
-                delta: dict[str, Any] = {}
-                if reasoning:
-                    delta[cfg.reasoning_field] = reasoning
-                if content:
-                    delta["content"] = content
-                choice = {"index": 0, "delta": delta, "finish_reason": "length" if last else None}
-            else:
-                choice = {"index": 0, "text": reasoning + content,
-                          "finish_reason": "length" if last else None}
-            writes.append(await self._event(peer, {**base, "choices": [choice]}))
+            if fault == "empty-choices":
+                await peer.event(empty)
+            writes.append(await peer.event(event))
+        if fault in _MID_STREAM and cut == len(chunks) and await self._mid_stream(
+                peer, fault, row):
+            return
         options = payload.get("stream_options") or {}
-        if cfg.usage and options.get("include_usage"):
+        if cfg.usage and isinstance(options, dict) and options.get("include_usage"):
             prompt_tokens = len(str(payload.get("prompt") or payload.get("messages") or "")) // 4
             await self._event(peer, {**base, "choices": [], "usage": {
                 "prompt_tokens": prompt_tokens, "completion_tokens": n,
                 "total_tokens": prompt_tokens + n}})
-        await peer.write(h11.Data(data=b"data: [DONE]\n\n"))
+        if fault != "no-done":
+            await peer.event(b"[DONE]")
         await peer.write(h11.EndOfMessage())
-        self._record({"id": rid, "arrival_ns": arrival, "content_writes_ns": writes,
-                      "completion_tokens": n, "tokens_per_chunk": k,
-                      "kernel_clock": peer.kernel_clock})
+        self._record(row)
+
+    async def _mid_stream(self, peer: _Peer, fault: FaultKind, row: dict[str, Any]) -> bool:
+        """Inject a mid-stream fault; ``True`` when the response is over (or abandoned)."""
+        if fault == "bad-json":  # a chunk cut short, as a broken proxy would pass it on
+            await peer.event(b'{"id": "' + row["id"].encode()
+                             + b'", "choices": [{"index": 0, "text": " tru')
+            return False
+        self._record(row)
+        if fault == "error-event":  # what vLLM sends when generation fails mid-stream
+            await self._event(peer, {"error": {"message": "scripted fault: generation failed",
+                                               "type": "InternalServerError", "param": None,
+                                               "code": 500}})
+            await peer.event(b"[DONE]")
+            await peer.write(h11.EndOfMessage())
+            return True
+        if fault == "stall":  # never finish; leave when the client gives up and hangs up
+            while (await peer.recv())[0]:
+                pass
+        raise _Hangup(reset=fault == "reset")
 
     async def _event(self, peer: _Peer, obj: dict[str, Any]) -> int:
-        return await peer.write(h11.Data(data=b"data: " + json.dumps(obj).encode() + b"\n\n"))
+        return await peer.event(json.dumps(obj).encode())
+
+    def _choice(self, texts: list[str], a: int, b: int, chat: bool, huge: bool
+                ) -> dict[str, Any]:
+        """The choice carrying tokens ``a`` to ``b`` (reasoning first, then content)."""
+        cfg = self.config
+        last = b == len(texts)
+        reasoning = "".join(texts[i] for i in range(a, min(b, cfg.reasoning_tokens)))
+        content = "".join(texts[i] for i in range(max(a, cfg.reasoning_tokens), b))
+        if huge:
+            content += _huge_text(cfg.huge_chunk_bytes)
+        if not chat:
+            return {"index": 0, "text": reasoning + content,
+                    "finish_reason": "length" if last else None}
+        delta: dict[str, Any] = {}
+        if reasoning:
+            delta[cfg.reasoning_field] = reasoning
+        if content:
+            delta["content"] = content
+        return {"index": 0, "delta": delta, "finish_reason": "length" if last else None}
 
     def _whole(self, rid: str, chat: bool, texts: list[str]) -> dict[str, Any]:
         text = "".join(texts)

@@ -89,3 +89,14 @@ def test_chunk_token_counts_scale_to_server_total() -> None:
     ev = [(1, {"choices": [{"text": "aaa"}]}), (2, {"choices": [{"text": "bbb"}]}), (3, usage(6))]
     out = decode_capture(0, 1, capture(ev), "completions")
     assert chunk_token_counts(out, None) == [3.0, 3.0]
+
+
+def test_wrong_shapes_are_named_not_raised() -> None:
+    for obj in ({"choices": [1]}, {"choices": [{"delta": 5}]}, {"choices": "abc"},
+                {"choices": [{"delta": {"content": 5}}]}, {"choices": {"a": 1}},
+                {"usage": {"completion_tokens": "x"}}, {"choices": [{"delta": {"reasoning": ["x"]}}]}):
+        out = decode_capture(0, 1, capture([(1, obj)]), "chat")
+        assert not out.success and "has an unexpected shape" in out.error, (obj, out.error)
+    deep = capture([])
+    deep.events.insert(0, (5, b"[" * 100_000 + b"]" * 100_000))
+    assert "not valid JSON" in decode_capture(0, 1, deep, "chat").error

@@ -1,10 +1,18 @@
-"""SSE decoding: every byte split gives the same events; garbage never crashes or hangs."""
+"""SSE decoding: every byte split gives the same events; garbage never crashes or hangs,
+neither in the decoder alone nor through the whole client over a loopback socket."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+import asyncio
+import itertools
+import socket
+
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchlib._wire import enable_rx_timestamps
+from benchlib.measure._connection import Connection, Endpoint, StreamCapture
+from benchlib.measure._request import EndpointKind, RequestOutcome, decode_capture
 from benchlib.measure._sse import SSEDecoder
 
 STREAM = (b'data: {"a": 1}\n\n: keep-alive comment\r\n\r\ndata:x\r\ndata: y\r\n\r\n'
@@ -47,3 +55,123 @@ def test_arbitrary_bytes_never_crash(parts: list[bytes]) -> None:
 
 def test_crlf_split_between_cr_and_lf() -> None:
     assert decode([b"data: a\r", b"\n\r", b"\n"]) == [b"a"]
+
+
+# --------------------------------------------------------------------------- the whole path
+# Arbitrary server bytes through a real loopback TCP connection: h11, the SSE decoder and
+# decode_capture must end every request with an outcome (a named error or a success), never
+# an exception and never a hang, whatever the server sends before it closes.
+
+_HEADS = [
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: 40\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n",
+    b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\n\r\n",
+    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n",
+    b"HTTP/1.0 200 OK\r\ncontent-type: text/event-stream\r\n\r\n",
+    b"HTTP/1.1 101 Switching Protocols\r\nupgrade: x\r\nconnection: upgrade\r\n\r\n",
+]
+_FRAGMENTS = [
+    b"data: ", b"data:", b"[DONE]", b"\n", b"\r", b"\r\n", b"\n\n", b": ping\n", b"event: x\n",
+    b'{"id": "x", "choices": [{"index": 0, "delta": {"content": "a"}}]}',
+    b'{"id": "x", "choices": [{"index": 0, "text": "b", "finish_reason": "length"}]}',
+    b'{"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 2}}',
+    b'{"choices": [{"delta": {"reasoning_content": "r", "tool_calls": [{}]}}]}',
+    b'{"error": {"message": "boom"}}', b'{"choices": null}', b'{"choices": [1]}', b"[]",
+    b'{"usage": {"completion_tokens": "x"}}', b'{"choices": [{"delta": 5}]}', b"\xff\xfe",
+]
+
+
+def _chunked(body: bytes, sizes: list[int]) -> bytes:
+    out, pos = b"", 0
+    for size in [*sizes, len(body)]:
+        piece = body[pos:pos + max(size, 1)]
+        if not piece:
+            break
+        out += b"%x\r\n%s\r\n" % (len(piece), piece)
+        pos += len(piece)
+    return out + b"0\r\n\r\n"
+
+
+_event = st.one_of(  # mostly well-formed events, some pieces, some noise
+    st.sampled_from([f for f in _FRAGMENTS if f.startswith((b"{", b"["))]).map(
+        lambda payload: b"data: " + payload + b"\n\n"),
+    st.sampled_from(_FRAGMENTS), st.binary(max_size=12))
+_sse = st.builds(lambda events, done: b"".join(events) + (b"data: [DONE]\n\n" if done else b""),
+                 st.lists(_event, max_size=12), st.booleans())
+_http_like = st.builds(
+    lambda head, body, sizes, chunk, cut: (head + (_chunked(body, sizes) if chunk else body))
+    [:cut if cut else None],
+    st.sampled_from(_HEADS), _sse, st.lists(st.integers(1, 64), max_size=8), st.booleans(),
+    st.one_of(st.none(), st.integers(0, 400)))
+_responses = st.one_of(st.binary(max_size=300), _http_like)
+
+
+_LISTENER: socket.socket | None = None
+
+
+def _pair() -> tuple[socket.socket, socket.socket]:
+    """A connected loopback TCP pair (client, server), from one listener kept for the run."""
+    global _LISTENER
+    if _LISTENER is None:
+        _LISTENER = socket.socket()
+        _LISTENER.bind(("127.0.0.1", 0))
+        _LISTENER.listen(64)
+    client = socket.create_connection(_LISTENER.getsockname())
+    server, _ = _LISTENER.accept()
+    client.setblocking(False)
+    server.setblocking(False)
+    return client, server
+
+
+async def _exchange(parts: list[bytes], kind: EndpointKind) -> RequestOutcome:
+    loop = asyncio.get_running_loop()
+    client, server = _pair()
+    endpoint = Endpoint("127.0.0.1", 1, "")
+    conn = Connection(endpoint, client, enable_rx_timestamps(client))
+
+    async def serve() -> None:
+        try:
+            await loop.sock_recv(server, 65536)  # the request, so close() sends FIN, not RST
+            for part in parts:
+                await loop.sock_sendall(server, part)
+                await asyncio.sleep(0)
+        except OSError:
+            pass  # the client gave up (a complete response) and closed first
+        finally:
+            server.close()
+
+    capture = StreamCapture()
+    feeder = asyncio.create_task(serve())
+    try:
+        await asyncio.wait_for(conn.stream("POST", "/v1/chat/completions", [
+            ("host", "x"), ("content-length", "2")], b"{}", capture), timeout=5)
+    finally:
+        conn.close()
+        await feeder
+    return decode_capture(0, 1, capture, kind)
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_responses, st.lists(st.integers(min_value=0, max_value=400), max_size=6),
+       st.sampled_from(["chat", "completions"]))
+def test_arbitrary_responses_through_the_whole_client(response: bytes, cuts: list[int],
+                                                      kind: EndpointKind) -> None:
+    points = sorted({c for c in cuts if c < len(response)})
+    parts = [response[a:b] for a, b in itertools.pairwise([0, *points, len(response)])]
+    out = asyncio.run(_exchange([p for p in parts if p], kind))
+    assert out.success == (out.error == "")
+    if out.success:
+        assert out.ttft_ns is not None and out.latency_ns is not None
+    else:
+        assert out.error and "Traceback" not in out.error
+
+
+def test_a_valid_stream_succeeds_through_the_whole_client() -> None:
+    body = (b'data: {"id": "x", "choices": [{"index": 0, "delta": {"content": "a"}}]}\n\n'
+            b'data: {"id": "x", "choices": [{"index": 0, "delta": {"content": "b"}}]}\n\n'
+            b"data: [DONE]\n\n")
+    out = asyncio.run(_exchange([_HEADS[0], _chunked(body, [30, 50])], "chat"))
+    assert out.success and out.text == "ab" and out.response_id == "x", out.error

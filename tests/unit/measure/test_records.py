@@ -1,0 +1,78 @@
+"""What a run leaves behind: the per-request JSONL (kill-safe), the report's failure causes,
+and the open-file limit it raises for itself."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchlib.measure import format_result, read_requests
+from benchlib.measure._run import _LineLog
+
+
+def test_line_log_truncates_and_writes_whole_lines(tmp_path: Path) -> None:
+    path = tmp_path / "r.requests.jsonl"
+    path.write_text('{"stale": true}\n')
+    log = _LineLog(path)
+    log.write({"index": 0, "text": "x" * 100_000})
+    log.write({"index": 1})
+    log.close()
+    assert [r["index"] for r in read_requests(path)] == [0, 1]
+
+
+def test_read_requests_drops_only_a_cut_off_last_line(tmp_path: Path) -> None:
+    path = tmp_path / "r.requests.jsonl"
+    path.write_bytes(b'{"index": 0}\n{"index": 1}\n{"index": 2, "te')
+    assert [r["index"] for r in read_requests(path)] == [0, 1]
+    path.write_bytes(b'{"index": 0}\n{"ind\n{"index": 2}\n')
+    with pytest.raises(ValueError, match=":2: not a JSON line"):
+        read_requests(path)
+
+
+def _result(errors: list[str], tokenizer: int = 0) -> dict[str, object]:
+    keys = ("ttft", "tpot", "itl", "itl_per_token", "e2el")
+    result: dict[str, object] = {
+        "completed": errors.count(""), "failed": len(errors) - errors.count(""),
+        "duration": 1.0, "total_input_tokens": 0, "total_output_tokens": 0,
+        "request_throughput": 0.0, "output_throughput": 0.0, "max_output_tokens_per_s": 0.0,
+        "max_concurrent_requests": 1, "total_token_throughput": 0.0,
+        "mean_tokens_per_chunk": 0.0, "errors": errors,
+        "output_tokens_source": {"usage": errors.count("") - tokenizer, "tokenizer": tokenizer},
+    }
+    for k in keys:
+        for stat in ("mean", "median", "p99"):
+            result[f"{stat}_{k}_ms"] = 0.0
+    return result
+
+
+def test_report_lists_failures_by_cause() -> None:
+    errors = ["", "HTTP 500: boom", "HTTP 500: boom", "request timed out after 1 s",
+              *[f"cause {i}" for i in range(6)]]
+    text = format_result(_result(errors), [99])
+    assert "     2 × HTTP 500: boom" in text and "     1 × request timed out after 1 s" in text
+    assert "     3 × other causes" in text  # 8 causes: the 5 most frequent, then the rest
+    assert "Failed requests by cause" not in format_result(_result(["", ""]), [99])
+
+
+def test_report_says_when_tokens_were_counted_by_the_tokenizer() -> None:
+    text = format_result(_result(["", ""], tokenizer=2), [99])
+    assert "Output tokens by tokenizer (no usage):" in text and "2 of 2 requests" in text
+
+
+def test_open_file_limit_is_raised_never_lowered() -> None:
+    code = (
+        "import json, resource\n"
+        "from benchlib.measure._limits import raise_open_file_limit as r\n"
+        "_, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))\n"
+        "a = r(1000); b = r(10)\n"
+        "print(json.dumps([a, b, resource.getrlimit(resource.RLIMIT_NOFILE)[0], hard]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    a, b, soft, hard = json.loads(out.stdout)
+    want = min(1064, hard) if hard >= 0 else 1064
+    assert a == b == soft == want
