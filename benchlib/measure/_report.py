@@ -71,6 +71,10 @@ def format_result(result: dict[str, Any], percentiles: Sequence[float]) -> str:
     if sources.get("tokenizer"):
         lines.append(_row("Output tokens by tokenizer (no usage):",
                           f"{sources['tokenizer']} of {result['completed']} requests"))
+    if result.get("buffered_streams"):
+        lines.append(_row("Buffered streams (all chunks in 1 ms):",
+                          f"{result['buffered_streams']} of {result['completed']}: their "
+                          "TPOT is not decode speed"))
     for key, title, short in _SECTIONS:
         lines.append("{s:{c}^{n}}".format(s=title, n=50, c="-"))
         lines.append(_row(f"Mean {short} (ms):", result[f"mean_{key}_ms"]))

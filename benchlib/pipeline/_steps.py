@@ -288,13 +288,16 @@ def _alive(recipe: Recipe, base_url: str) -> bool:
 
 
 def _config(recipe: Recipe, s: Scenario, base_url: str, result_json: Path, *,
-            max_concurrency: int, num_prompts: int, input_len: int) -> MeasureConfig:
+            max_concurrency: int, num_prompts: int, input_len: int,
+            num_warmups: int | None = None) -> MeasureConfig:
     return MeasureConfig(
         base_url=base_url, model=recipe.model.served_model_name, endpoint=s.endpoint,
         dataset=s.dataset, dataset_path=s.dataset_path, input_len=input_len,
         output_len=s.output_len, random_range_ratio=s.random_range_ratio,
         num_prompts=num_prompts, max_concurrency=max_concurrency, request_rate=s.request_rate,
-        burstiness=s.burstiness, num_warmups=s.num_warmups, request_timeout=s.request_timeout_s,
+        burstiness=s.burstiness,
+        num_warmups=s.num_warmups if num_warmups is None else num_warmups,
+        request_timeout=s.request_timeout_s,
         ignore_eos=s.ignore_eos, tokenizer=recipe.model.local_path, seed=0, disable_tqdm=True,
         result_json=result_json)
 
@@ -310,8 +313,10 @@ def _ramp(recipe: Recipe, s: Scenario, base_url: str, out_dir: Path,
                               "error": None, "engine_alive_after": True}
     for n in s.ramp_input_lens:
         print(f"{s.name}/ramp: input {n} tokens", flush=True)
+        # no warmup: the one request at each length is the test
         r = measure(_config(recipe, s, base_url, out_dir / f"{s.name}-ramp-{n}.json",
-                            max_concurrency=1, num_prompts=1, input_len=n), api_key=api_key)
+                            max_concurrency=1, num_prompts=1, input_len=n, num_warmups=0),
+                    api_key=api_key)
         ok = r["completed"] == 1
         steps.append({"input_len": n, "ok": ok, "ttft_ms": r["median_ttft_ms"] if ok else None,
                       "tpot_ms": r["median_tpot_ms"] if ok else None,

@@ -105,6 +105,9 @@ class ScriptConfig(BaseModel):
     huge_chunk_bytes: int = Field(4 << 20, ge=1, description="text size of a huge-chunk chunk")
     idle_timeout_s: float | None = Field(
         None, gt=0, description="close keep-alive connections idle this long (uvicorn: 5 s)")
+    crash_above_prompt_chars: int | None = Field(
+        None, ge=1, description="exit the whole server (an engine crash, like seed 003's Xid "
+                                "on a long chat) when a prompt longer than this arrives")
 
     def fault_for(self, n: int) -> FaultKind | None:
         """The fault the ``n``-th streamed request (1-based) gets, if any."""

@@ -30,8 +30,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import socket
 import struct
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,6 +47,14 @@ from benchlib.scripted._config import FaultKind, ScriptConfig
 __all__ = ["ScriptedServer"]
 
 _WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
+
+
+def _prompt_chars(payload: dict[str, Any]) -> int:
+    prompt = payload.get("prompt")
+    if isinstance(prompt, str):
+        return len(prompt)
+    return sum(len(str(m.get("content", ""))) for m in payload.get("messages") or ()
+               if isinstance(m, dict))
 
 
 def _wake(fut: asyncio.Future[None]) -> None:
@@ -261,6 +271,11 @@ class ScriptedServer:
     async def _generate(self, peer: _Peer, payload: dict[str, Any], chat: bool,
                         arrival: int) -> None:
         cfg = self.config
+        limit = cfg.crash_above_prompt_chars
+        if limit is not None and _prompt_chars(payload) > limit:
+            print(f"scripted crash: a prompt of {_prompt_chars(payload)} characters "
+                  f"(limit {limit})", file=sys.stderr, flush=True)
+            os._exit(3)  # like an engine taken down by the GPU: no reply, sockets reset
         self._count += 1
         fault = cfg.fault_for(self._count)
         rid = f"{'chatcmpl' if chat else 'cmpl'}-{self._count}"

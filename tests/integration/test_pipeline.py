@@ -162,3 +162,38 @@ def test_bad_recipe_never_starts_anything(tmp_path: Path, bad: str) -> None:
     path.write_text(bad)
     proc = run(path, tmp_path / "out")
     assert proc.returncode == 2 and not (tmp_path / "out").exists()
+
+
+def test_long_context_ramp_records_where_the_engine_died(tmp_path: Path,
+                                                         tiny_model: Path) -> None:
+    """Seed 003's test: step the input up until the engine falls over; record the last
+    length that completed, how the next one failed, and that the engine is gone."""
+    exe = tmp_path / "crashy-engine"
+    exe.write_text(f"""#!/bin/sh
+while [ $# -gt 0 ]; do case "$1" in --port) PORT=$2; shift;; esac; shift; done
+exec {sys.executable} -m benchlib scripted-server --port "$PORT" --ttft-ms 2 --itl-ms 1 \\
+     --model scripted --crash-above-prompt-chars 3000
+""")
+    exe.chmod(0o755)
+    engine = f'{{kind: llamacpp, executable: "{exe}", ready_timeout_s: 60}}'
+    path = tmp_path / "ramp.yaml"
+    path.write_text(f"""\
+name: t
+model: {{id: scripted, local_path: "{tiny_model}"}}
+engine: {engine}
+scenarios:
+  - {{name: ramp, endpoint: chat, output_len: 4, ramp_input_lens: [32, 128, 4096, 8192]}}
+  - {{name: after, endpoint: chat, input_len: 8, output_len: 2}}
+steps: [02_launch, 03_measure]
+""")
+    proc = run(path, tmp_path / "out")
+    assert proc.returncode == 1
+    sidecar = read_sidecar(day(tmp_path / "out") / "t" / "03_measure.json")
+    ramp = sidecar.results["ramp/ramp"]
+    assert ramp["max_completed_input_len"] == 128 and ramp["failed_at_input_len"] == 4096
+    assert "connection" in ramp["error"] and ramp["engine_alive_after"] is False
+    assert [s["ok"] for s in ramp["steps"]] == [True, True, False]
+    assert sidecar.results["engine_lost"]["after_scenario"] == "ramp"
+    assert "after/c1" not in sidecar.results
+    assert sidecar.status == "failed" and sidecar.error is not None
+    assert sidecar.results["engine_exit"]["code"] == 3
