@@ -18,7 +18,9 @@ import datetime as dt
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -95,6 +97,15 @@ def _pick_run_dir(outputs: Path, name: str, force: bool) -> tuple[Path, bool]:
         path = day / f"{name}-{n}"
     path.mkdir(parents=True)
     return path, False
+
+
+def _ipc_config(folder: str) -> Any:
+    """Kernel channels over Unix sockets in ``folder`` instead of TCP ports: TCP ports are
+    picked free and then bound later, which races with anything else on the machine (an
+    engine, a scripted server) and once in a while kills the kernel at start."""
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport": "ipc", "ip": f"{folder}/k"}})
 
 
 def _kernel_name() -> str:
@@ -240,12 +251,13 @@ class _Runner:
         status: Literal["ok", "failed", "timeout"] = "ok"
         error: StepError | None = None
         self.log(f"{step}: running {out_nb}")
+        ipc_dir = tempfile.mkdtemp(prefix="benchlib-kernel-")
         try:
             pm.execute_notebook(
                 str(NOTEBOOKS / f"{step}.ipynb"), str(out_nb), parameters=params,
                 kernel_name=_kernel_name(), execution_timeout=self.recipe.cell_timeout_s,
                 progress_bar=False, log_output=True, stdout_file=sys.stdout,
-                stderr_file=sys.stderr, cwd=str(self.root))
+                stderr_file=sys.stderr, cwd=str(self.root), config=_ipc_config(ipc_dir))
         except pm.PapermillExecutionError as exc:
             status = "failed"
             error = StepError(ename=exc.ename, evalue=exc.evalue, cell=exc.exec_count)
@@ -256,6 +268,8 @@ class _Runner:
                                    f"{self.recipe.cell_timeout_s:g}")
         except DeadKernelError as exc:
             status, error = "failed", StepError(ename="DeadKernelError", evalue=str(exc))
+        finally:
+            shutil.rmtree(ipc_dir, ignore_errors=True)
         if status == "ok":
             status, error = self._check_saved(out_nb)
         results = self._results(step)
