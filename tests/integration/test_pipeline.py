@@ -197,3 +197,30 @@ steps: [02_launch, 03_measure]
     assert "after/c1" not in sidecar.results
     assert sidecar.status == "failed" and sidecar.error is not None
     assert sidecar.results["engine_exit"]["code"] == 3
+
+
+def test_engine_secrets_never_reach_log_sidecar_or_notebook(tmp_path: Path,
+                                                             tiny_model: Path) -> None:
+    """An engine that prints its own arguments (vLLM does) still leaves no key behind."""
+    exe = tmp_path / "chatty-engine"
+    exe.write_text(f"""#!/bin/sh
+echo "engine args: $@"
+while [ $# -gt 0 ]; do case "$1" in --port) PORT=$2; shift;; esac; shift; done
+exec {sys.executable} -m benchlib scripted-server --port "$PORT" --ttft-ms 1 --itl-ms 1 \\
+     --model scripted
+""")
+    exe.chmod(0o755)
+    engine = (f'{{kind: llamacpp, executable: "{exe}", args: ["--api-key", "${{BENCH_API_KEY}}"],'
+              ' api_key_env: BENCH_API_KEY}')
+    proc = run(recipe(tmp_path, tiny_model, engine, "steps: [02_launch, 03_measure]\n"),
+               tmp_path / "out")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    run_dir = day(tmp_path / "out") / "t"
+    log = (run_dir / "engine.log").read_text()
+    assert "engine args:" in log and "--api-key ***" in log
+    assert read_sidecar(run_dir / "02_launch.json").provenance.engine.command.endswith(
+        "--api-key ***")
+    for file in run_dir.rglob("*"):
+        if file.is_file():
+            assert SECRET.encode() not in file.read_bytes(), file
+    assert SECRET not in proc.stdout + proc.stderr
