@@ -38,7 +38,6 @@ __all__ = [
     "load",
     "measure_figure",
     "measure_scenarios",
-    "model_config_summary",
     "plan_charts",
     "plan_overview",
     "plan_step",
@@ -150,18 +149,6 @@ def plan_charts(the_plan: Plan | None) -> list[Chart]:
     from benchlib.memory import plan_figures
 
     return [] if the_plan is None else [Chart(f) for f in plan_figures(the_plan)]
-
-
-def model_config_summary(recipe: Recipe) -> dict[str, Any]:
-    """Key shape fields of the model's config.json, when a local copy exists."""
-    path = recipe.model.local_path
-    if path is None or not (path / "config.json").is_file():
-        return {}
-    cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    cfg = cfg.get("text_config", cfg)
-    keys = ("model_type", "num_hidden_layers", "hidden_size", "num_attention_heads",
-            "num_key_value_heads", "head_dim", "vocab_size", "max_position_embeddings")
-    return {k: cfg.get(k) for k in keys if k in cfg}
 
 
 # ---------------------------------------------------------------- 01_download
