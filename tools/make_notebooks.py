@@ -47,10 +47,10 @@ NOTEBOOKS: dict[str, tuple[str, str, list[str]]] = {
     "03_measure": (
         "# 03 · Measure\nEvery scenario at every concurrency, with `vllm bench serve`'s "
         "definitions and the wire's accuracy; each result is saved as it finishes.",
-        COMMON + '\nbase_url = ""\nforce = False',
+        COMMON + '\nbase_url = ""\nmodel_path = ""',
         [LOAD,
          "table = bp.measure_scenarios(recipe, base_url=base_url, run_dir=run_dir,\n"
-         "                             results_path=results_path, force=force)\ntable",
+         "                             results_path=results_path, model_path=model_path)\ntable",
          'bp.measure_figure(table, save_to=f"{run_dir}/measure/summary.png")'],
     ),
     "04_compare": (

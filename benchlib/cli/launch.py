@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,14 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchlib.engines import EngineProcess, parse_engine_log, plan_launch, redact_env
+    from benchlib._secrets import scrub_text
+    from benchlib.engines import (
+        EngineError,
+        EngineProcess,
+        parse_engine_log,
+        plan_launch,
+        redact_env,
+    )
     from benchlib.recipe import load_recipe, resolve_paths
 
     recipe = resolve_paths(load_recipe(args.params), Path.cwd())
@@ -33,12 +41,23 @@ def run(args: argparse.Namespace) -> int:
     print((env + " " if env else "") + plan.recorded_command)
     if args.dry_run:
         return 0
+    api_key = os.environ.get(recipe.engine.api_key_env) if recipe.engine.api_key_env else None
     engine = EngineProcess(plan.resolved_argv(), log_path=args.log, ready_url=plan.ready_url,
-                           env=plan.env, ready_timeout=recipe.engine.ready_timeout_s)
-    with engine:
-        facts = parse_engine_log(args.log.read_text(errors="replace"))
-        print(f"ready at {plan.base_url} after {engine.startup_s:.1f} s "
-              f"(KV cache {facts.kv_cache_tokens} tokens); Ctrl-C stops it")
-        while engine.proc is not None and engine.proc.poll() is None:
-            time.sleep(1)
+                           env=plan.env, ready_timeout=recipe.engine.ready_timeout_s,
+                           api_key=api_key)
+    try:
+        with engine:
+            facts = parse_engine_log(args.log.read_text(errors="replace"))
+            kv = f" (KV cache {facts.kv_cache_tokens:,} tokens)" if facts.kv_cache_tokens else ""
+            print(f"ready at {plan.base_url} after {engine.startup_s:.1f} s{kv}; "
+                  "Ctrl-C stops it", flush=True)
+            while engine.proc is not None and engine.proc.poll() is None:
+                time.sleep(1)
+            code = engine.proc.returncode if engine.proc is not None else 0
+    finally:  # the engine may have printed its arguments, key included
+        if api_key and args.log.is_file():
+            text = args.log.read_text(errors="replace")
+            args.log.write_text(scrub_text(text, [api_key]))
+    if code:
+        raise EngineError(f"the engine exited with code {code}; log {args.log}")
     return 0

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import shlex
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,10 +19,10 @@ from pathlib import Path
 from benchlib._exceptions import UsageError
 from benchlib._secrets import expand_env
 from benchlib.recipe import EngineSpec, ModelSpec
+from benchlib.recipe._schema import SECRET_FLAGS
 
 __all__ = ["LaunchPlan", "free_port", "plan_launch", "redact_argv", "redact_env"]
 
-_SECRET_FLAGS = ("--api-key", "--api_key", "--hf-token", "--token", "--hf_token")
 _SECRET_ENV = ("TOKEN", "API_KEY", "SECRET", "PASSWORD")
 
 
@@ -42,7 +43,7 @@ class LaunchPlan:
     @property
     def recorded_command(self) -> str:
         """The command line as it may be written down: secrets replaced by ``***``."""
-        return " ".join(redact_argv(self.argv))
+        return shlex.join(redact_argv(self.argv)).replace("'***'", "***")
 
     def resolved_argv(self) -> list[str]:
         return [expand_env(a, "engine.args") for a in self.argv]
@@ -64,10 +65,10 @@ def redact_argv(argv: list[str]) -> list[str]:
         if hide_next:
             out.append("***")
             hide_next = False
-        elif arg in _SECRET_FLAGS:
+        elif arg in SECRET_FLAGS:
             out.append(arg)
             hide_next = True
-        elif arg.split("=", 1)[0] in _SECRET_FLAGS and "=" in arg:
+        elif arg.split("=", 1)[0] in SECRET_FLAGS and "=" in arg:
             out.append(arg.split("=", 1)[0] + "=***")
         else:
             out.append(arg)

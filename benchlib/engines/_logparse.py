@@ -45,8 +45,8 @@ def _num(text: str) -> float:
 
 
 _FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("version", re.compile(r"(?:vLLM API server version|version|Initializing a V1 LLM engine \(v)"
-                           r"\s*v?(\d+\.\d+[\w.+-]*)")),
+    ("version", re.compile(r"(?:vLLM API server version|Initializing a V1 LLM engine \(v"
+                           r"|█\s+version|sglang version:?|SGLang v)\s*v?(\d+\.\d+[\w.+-]*)")),
     ("kv_cache_tokens", re.compile(r"(?:GPU|CPU|XPU|TPU)? ?KV cache size: ([\d,]+) tokens")),
     ("kv_cache_gib", re.compile(r"Available KV cache memory: ([\d.]+) GiB")),
     ("max_concurrency", re.compile(

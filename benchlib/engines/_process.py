@@ -45,13 +45,15 @@ class EngineProcess:
 
     def __init__(self, argv: Sequence[str], *, log_path: Path, ready_url: str,
                  env: Mapping[str, str] | None = None, ready_timeout: float = 600.0,
-                 probe: Callable[[], str | None] | None = None) -> None:
+                 probe: Callable[[], str | None] | None = None,
+                 api_key: str | None = None) -> None:
         self.argv = list(argv)
         self.log_path = log_path
         self.ready_url = ready_url
         self.env = dict(env or {})
         self.ready_timeout = ready_timeout
         self.probe = probe
+        self.api_key = api_key
         self.proc: subprocess.Popen[bytes] | None = None
         self.startup_s: float | None = None
         self._t0 = 0.0
@@ -91,7 +93,7 @@ class EngineProcess:
             code = self.proc.poll()
             if code is not None:
                 raise self._error(f"engine exited with code {code} before it was ready")
-            if http_ok(self.ready_url):
+            if http_ok(self.ready_url, api_key=self.api_key):
                 last_probe = self.probe() if self.probe is not None else None
                 if last_probe is None:
                     self.startup_s = time.perf_counter() - self._t0
@@ -106,14 +108,17 @@ class EngineProcess:
         proc = self.proc
         if proc is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=grace)
-        # workers that outlived the leader, or a leader that ignored SIGTERM
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        try:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=grace)
+        finally:  # also when a second Ctrl-C cuts the grace period short
+            # workers that outlived the leader, or a leader that ignored SIGTERM
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)  # a process stuck in the driver may never be reaped
 
     def __enter__(self) -> EngineProcess:
         self.start()

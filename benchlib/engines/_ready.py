@@ -14,10 +14,14 @@ import urllib.request
 __all__ = ["first_token", "http_ok"]
 
 
-def http_ok(url: str, timeout: float = 2.0) -> bool:
-    """Whether GET ``url`` answers 200."""
+def http_ok(url: str, timeout: float = 2.0, api_key: str | None = None) -> bool:
+    """Whether GET ``url`` answers 200 (with the bearer token, for servers started with an
+    API key, which guard ``/v1/models`` too)."""
+    req = urllib.request.Request(url)
+    if api_key:
+        req.add_header("authorization", f"Bearer {api_key}")
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
             return bool(resp.status == 200)
     except (urllib.error.URLError, OSError, ValueError):
         return False

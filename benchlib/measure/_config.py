@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -38,6 +38,8 @@ class MeasureConfig(BaseModel):
     goodput: dict[str, float] = Field(default_factory=dict)
     result_json: Path | None = None
     disable_tqdm: bool = False
+    sampling: dict[str, Any] = Field(default_factory=dict,
+                                     description="extra body fields: temperature, top_p, …")
 
     @model_validator(mode="after")
     def _ratio(self) -> MeasureConfig:

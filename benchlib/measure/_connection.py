@@ -111,6 +111,10 @@ async def resolve(endpoint: Endpoint) -> list[Address]:
     return [(family, kind, proto, addr) for family, kind, proto, _, addr in infos]
 
 
+#: idle keep-alive connections older than this are replaced (uvicorn closes them at 5 s)
+MAX_IDLE_S = 4.0
+
+
 class Connection:
     """One TCP connection driven from the event loop's reader callback."""
 
@@ -125,6 +129,8 @@ class Connection:
         self._done: asyncio.Future[None] | None = None
         self._clock = ClockMap.now()
         self.closed = False
+        #: when this connection last went idle (perf_counter seconds)
+        self.idle_since = time.perf_counter()
 
     @classmethod
     async def open(cls, endpoint: Endpoint, timeout: float,
@@ -349,16 +355,24 @@ class ConnectionPool:
         return all(c._kernel_clock for c in self._idle) if self._idle else False
 
     async def acquire(self) -> Connection:
-        """An idle connection the server still holds open, or a new one."""
+        """An idle connection the server still holds open, or a new one.
+
+        A connection idle for :data:`MAX_IDLE_S` or more is replaced, not reused: servers
+        close idle keep-alive connections (uvicorn, under vLLM and SGLang, after 5 s), and one
+        that closes just as a request goes out fails that request "before responding". The
+        new connect happens before the request's clock starts.
+        """
+        now = time.perf_counter()
         while self._idle:
             conn = self._idle.pop()
-            if conn.reusable and not conn.hung_up():
+            if conn.reusable and now - conn.idle_since < MAX_IDLE_S and not conn.hung_up():
                 return conn
             conn.close()
         return await self._connect()
 
     def release(self, conn: Connection) -> None:
         if conn.reusable:
+            conn.idle_since = time.perf_counter()
             self._idle.append(conn)
         else:
             conn.close()

@@ -138,7 +138,8 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
         assert cfg.dataset_path is not None
         prompts = file_prompts(cfg.dataset_path, tokenizer, num_prompts=cfg.num_prompts,
                                output_len=cfg.output_len)
-    bodies = [build_body(p, cfg.endpoint, cfg.model, ignore_eos=cfg.ignore_eos) for p in prompts]
+    bodies = [build_body(p, cfg.endpoint, cfg.model, ignore_eos=cfg.ignore_eos,
+                         sampling=cfg.sampling) for p in prompts]
     warmups = [bodies[0]] * cfg.num_warmups  # as the reference: the first prompt, N times
     plan = LoadPlan(base_url=cfg.base_url, kind=cfg.endpoint, max_concurrency=cfg.max_concurrency,
                     request_rate=cfg.request_rate, burstiness=cfg.burstiness,

@@ -15,10 +15,12 @@ group after ``03_measure`` (or on any failure, timeout or Ctrl-C), so no engine 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -76,27 +78,34 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def _pick_run_dir(outputs: Path, name: str, force: bool) -> tuple[Path, bool]:
-    """``(folder, resumed)``: the unfinished run of today to resume, or a fresh folder."""
+def _pick_run_dir(outputs: Path, name: str, digest: str, force: bool,
+                  log: Callable[[str], None]) -> tuple[Path, bool]:
+    """``(folder, resumed)``: today's unfinished run of this very recipe (same name and same
+    content) to resume, or a fresh folder (``name``, ``name-2``, …)."""
     day = outputs / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
-    def number(p: Path) -> int:
-        tail = p.name.rsplit("-", 1)[-1]
-        return int(tail) if tail.isdigit() else 0
+    mine = re.compile(rf"{re.escape(name)}(?:-(\d+))?")
 
-    candidates = [day / name, *sorted(day.glob(f"{name}-*"), key=number)]
-    existing = [c for c in candidates if c.is_dir()]
+    def number(p: Path) -> int:
+        m = mine.fullmatch(p.name)
+        return int(m.group(1) or 1) if m else 0
+
+    existing = sorted((p for p in day.glob(f"{name}*") if p.is_dir() and mine.fullmatch(p.name)),
+                      key=number)
     if existing and not force:
-        last = existing[-1]
-        state = last / "run.json"
-        if state.is_file() and json.loads(state.read_text()).get("finished") is False:
-            return last, True
-    n = 1
-    path = day / name
-    while path.exists():
-        n += 1
-        path = day / f"{name}-{n}"
-    path.mkdir(parents=True)
-    return path, False
+        state_file = existing[-1] / "run.json"
+        state = json.loads(state_file.read_text()) if state_file.is_file() else {}
+        if state.get("finished") is False:
+            if state.get("recipe_sha256") == digest:
+                return existing[-1], True
+            log(f"not resuming {existing[-1]}: the recipe changed since")
+    n = max((number(p) for p in existing), default=0)
+    while True:
+        path = day / (name if n == 0 else f"{name}-{n + 1}")
+        try:
+            path.mkdir(parents=True)
+            return path, False
+        except FileExistsError:
+            n += 1
 
 
 def _ipc_config(folder: str) -> Any:
@@ -123,6 +132,7 @@ class _Runner:
         self.force = force
         self.log = log
         self.engine: EngineProcess | None = None
+        self.stopped = False
         self.launch: LaunchPlan | None = None
         self.launch_error = ""
         self.root = kit_root()
@@ -137,8 +147,6 @@ class _Runner:
 
     # -- provenance
     def _mismatches(self) -> list[str]:
-        import re
-
         hw = self.recipe.hardware
         info = self.hardware
         out = []
@@ -203,10 +211,16 @@ class _Runner:
         if self.launch.kind == "endpoint":
             return
         self.log(f"starting {self.launch.kind}: {self.launch.recorded_command}")
-        self.engine = EngineProcess(self.launch.resolved_argv(),
-                                    log_path=self.run_dir / "engine.log",
+        log_path = self.run_dir / "engine.log"
+        if log_path.exists():  # an earlier attempt's log stays beside, whole
+            k = 1
+            while (self.run_dir / f"engine.attempt-{k}.log").exists():
+                k += 1
+            log_path.rename(self.run_dir / f"engine.attempt-{k}.log")
+        self.engine = EngineProcess(self.launch.resolved_argv(), log_path=log_path,
                                     ready_url=self.launch.ready_url, env=self.launch.env,
-                                    ready_timeout=self.recipe.engine.ready_timeout_s)
+                                    ready_timeout=self.recipe.engine.ready_timeout_s,
+                                    api_key=_api_key(self.recipe))
         try:
             self.engine.start()
             startup = self.engine.wait_ready()
@@ -217,9 +231,11 @@ class _Runner:
             self.engine.stop()
 
     def stop_engine(self) -> None:
-        if self.engine is not None and self.engine.proc is not None and (
-                self.engine.proc.returncode is None):
+        """Stop the engine's whole group, also when its leader already exited (workers can
+        outlive it, holding GPU memory)."""
+        if self.engine is not None and self.engine.proc is not None and not self.stopped:
             self.engine.stop()
+            self.stopped = True
             self.log("engine stopped")
 
     # -- steps
@@ -235,7 +251,7 @@ class _Runner:
                      startup_s=self.engine.startup_s if self.engine else None,
                      launch_error=self.launch_error)
         if step == "03_measure":
-            p["force"] = self.force
+            p["model_path"] = str(self.model_path or "")
         if step == "04_compare":
             p["other_runs"] = [str(r) for r in self.recipe.compare.runs]
         return p
@@ -333,6 +349,11 @@ class _Runner:
         return "skipped"
 
 
+def _api_key(recipe: Recipe) -> str | None:
+    name = recipe.engine.api_key_env
+    return os.environ.get(name) if name else None
+
+
 def _secret_values(recipe: Recipe) -> list[str]:
     """The values of every secret the run could have seen."""
     names = [recipe.engine.api_key_env, recipe.model.hf_token_env]
@@ -343,34 +364,55 @@ def _secret_values(recipe: Recipe) -> list[str]:
 _VAR_NAMES = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: bool = False,
                log: Callable[[str], None] = print) -> RunSummary:
-    """Validate, then run every step of the recipe; return where and how it went."""
+    """Validate, then run every step of the recipe; return where and how it went.
+
+    SIGTERM and SIGHUP are turned into KeyboardInterrupt while it runs, so a cancelled run
+    still stops its engine, scrubs its files and records that it did not finish.
+    """
     recipe = resolve_paths(load_recipe(recipe_path), Path.cwd())
-    run_dir, resumed = _pick_run_dir(outputs, recipe.name, force)
+    snapshot = recipe.model_dump_json(indent=2) + "\n"
+    digest = hashlib.sha256(snapshot.encode()).hexdigest()
+    run_dir, resumed = _pick_run_dir(outputs.resolve(), recipe.name, digest, force, log)
     log(f"{'resuming' if resumed else 'run'}: {run_dir}")
     (run_dir / ".results").mkdir(exist_ok=True)
-    (run_dir / "recipe.json").write_text(recipe.model_dump_json(indent=2) + "\n")
+    (run_dir / "recipe.json").write_text(snapshot)
     state = run_dir / "run.json"
-    state.write_text(json.dumps({"recipe": str(recipe_path), "finished": False}) + "\n")
+
+    def write_state(finished: bool, statuses: dict[str, str]) -> None:
+        state.write_text(json.dumps({"recipe": str(recipe_path), "recipe_sha256": digest,
+                                     "finished": finished, "statuses": statuses}) + "\n")
+
+    write_state(False, {})
+    previous = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
     runner = _Runner(recipe, run_dir, force, log)
     summary = RunSummary(run_dir)
     try:
+        for mismatch in runner._mismatches():
+            log(f"hardware: {mismatch}")
         for step in recipe.steps:
             sidecar = run_dir / f"{step}.json"
-            if resumed and sidecar.is_file() and read_sidecar(sidecar).status == "ok" and (
-                    step != "03_measure"):
+            if resumed and sidecar.is_file() and read_sidecar(sidecar).status == "ok":
                 log(f"{step}: ok in an earlier attempt, skipped")
                 summary.statuses[step] = "ok"
                 if step == "01_download":
-                    runner.model_path = Path(runner._results(step).get("model_path") or "")
+                    runner.model_path = Path(runner._results(step)["model_path"])
                 continue
             if step in _NEEDS_SERVER:
+                runner.start_engine()
+                if step == "03_measure" and runner.launch_error:
+                    summary.statuses[step] = runner.skip(step, "the engine did not start: "
+                                                         + runner.launch_error)
+                    continue
                 if step == "03_measure" and summary.statuses.get("02_launch") not in (
                         None, "ok"):
                     summary.statuses[step] = runner.skip(step, "02_launch did not succeed")
                     continue
-                runner.start_engine()
             summary.statuses[step] = runner.execute(step)
             if step == "01_download" and summary.statuses[step] == "ok":
                 runner.model_path = Path(runner._results(step)["model_path"])
@@ -378,7 +420,9 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
                 runner.stop_engine()
     finally:
         runner.stop_engine()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         scrub_tree(run_dir, _secret_values(recipe))
-        state.write_text(json.dumps({"recipe": str(recipe_path), "finished": summary.ok,
-                                     "statuses": summary.statuses}) + "\n")
+        write_state(all(summary.statuses.get(s) == "ok" for s in recipe.steps),
+                    summary.statuses)
     return summary

@@ -15,6 +15,8 @@ import io
 import json
 import os
 import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -222,24 +224,28 @@ def launch_summary(recipe: Recipe, *, base_url: str, engine_log: str, command: s
 
 # ---------------------------------------------------------------- 03_measure
 def measure_scenarios(recipe: Recipe, *, base_url: str, run_dir: str | Path,
-                      results_path: str | Path = "", force: bool = False) -> pd.DataFrame:
+                      results_path: str | Path = "", model_path: str | Path = "",
+                      force: bool = False) -> pd.DataFrame:
     """Every scenario at every concurrency, in order; each result saved as it finishes.
 
     A scenario/concurrency already in ``results_path`` (a resumed run) is not measured again
     unless ``force``. When the engine stops answering after a scenario (it crashed), that is
     recorded under ``engine_lost`` and the remaining scenarios are not attempted. Returns the
-    summary table.
+    summary table; raises (so the step is marked failed, its results kept) when the engine
+    was lost or a scenario completed no request.
     """
     results = {} if force else _read_results(results_path)
+    results.pop("engine_lost", None)
+    tokenizer = _tokenizer_dir(recipe, model_path)
     api_key = (os.environ.get(recipe.engine.api_key_env) if recipe.engine.api_key_env
                else None)
     out_dir = Path(run_dir) / "measure"
     for s in recipe.scenarios:
         if s.ramp_input_lens:
             key = f"{s.name}/ramp"
-            if key not in results:
-                results[key] = _ramp(recipe, s, base_url, out_dir, api_key)
-                save_results(results_path, results)
+            if key not in results or results[key].get("failed_at_input_len") is not None:
+                results[key] = _ramp(recipe, s, base_url, out_dir, api_key, tokenizer,
+                                     lambda r: save_results(results_path, results))
         for i, conc in enumerate([] if s.ramp_input_lens else s.concurrencies):
             key = f"{s.name}/c{conc}"
             if key in results and results[key].get("completed", 0) > 0:
@@ -248,7 +254,7 @@ def measure_scenarios(recipe: Recipe, *, base_url: str, run_dir: str | Path,
             print(f"{key}: {s.prompts_at(i)} prompts, {s.input_len} in / {s.output_len} out",
                   flush=True)
             r = measure(_config(recipe, s, base_url, out_dir / f"{s.name}-c{conc}.json",
-                                max_concurrency=conc, num_prompts=s.prompts_at(i),
+                                tokenizer, max_concurrency=conc, num_prompts=s.prompts_at(i),
                                 input_len=s.input_len), api_key=api_key)
             errors = [e for e in r["errors"] if e]
             results[key] = {**{k: v for k, v in r.items() if k not in _BULKY},
@@ -259,23 +265,49 @@ def measure_scenarios(recipe: Recipe, *, base_url: str, run_dir: str | Path,
             save_results(results_path, results)
             print(f"{key}: {r['completed']} ok, {r['failed']} failed, median TTFT "
                   f"{r['median_ttft_ms']:.1f} ms, TPOT {r['median_tpot_ms']:.2f} ms", flush=True)
-        if not _alive(recipe, base_url):
+        if not _alive(recipe, base_url, api_key):
             results["engine_lost"] = {"after_scenario": s.name, "error": (
                 f"the engine at {base_url} stopped answering during scenario {s.name!r}; "
                 "the scenarios after it were not run (see engine.log)")}
             save_results(results_path, results)
             print(results["engine_lost"]["error"], flush=True)
             break
-    return summary_table({k: v for k, v in results.items()
-                          if "/" in k and not k.endswith("/ramp")})
+    problems = [results["engine_lost"]["error"]] if "engine_lost" in results else []
+    problems += [f"{k}: no request completed ({', '.join(v.get('first_errors', [])[:1])})"
+                 for k, v in results.items()
+                 if "/c" in k and isinstance(v, dict) and v.get("completed") == 0]
+    ramp_failures = [k for k, v in results.items() if k.endswith("/ramp")
+                     and v.get("failed_at_input_len") is not None]
+    if problems:
+        raise BenchlibError("; ".join(problems))
+    if ramp_failures:
+        print(f"ramps that found a limit: {', '.join(ramp_failures)} (see results)", flush=True)
+    return summary_table(results)
 
 
-def _alive(recipe: Recipe, base_url: str) -> bool:
-    return http_ok(base_url.rstrip("/") + recipe.engine.ready_path, timeout=10.0)
+def _tokenizer_dir(recipe: Recipe, model_path: str | Path) -> Path | None:
+    """Where the prompts' tokenizer comes from: ``model.tokenizer``, else the downloaded or
+    local model folder (a GGUF file has none: then ``model.tokenizer`` is needed)."""
+    if recipe.model.tokenizer is not None:
+        return recipe.model.tokenizer
+    for candidate in (Path(model_path) if model_path else None, recipe.model.local_path):
+        if candidate is not None and candidate.is_dir():
+            return candidate
+    return None
 
 
-def _config(recipe: Recipe, s: Scenario, base_url: str, result_json: Path, *,
-            max_concurrency: int, num_prompts: int, input_len: int,
+def _alive(recipe: Recipe, base_url: str, api_key: str | None) -> bool:
+    """Whether the engine still answers (three tries, so one slow answer is not a death)."""
+    url = base_url.rstrip("/") + recipe.engine.ready_path
+    for _ in range(3):
+        if http_ok(url, timeout=10.0, api_key=api_key):
+            return True
+        time.sleep(1.0)
+    return False
+
+
+def _config(recipe: Recipe, s: Scenario, base_url: str, result_json: Path,
+            tokenizer: Path | None, *, max_concurrency: int, num_prompts: int, input_len: int,
             num_warmups: int | None = None) -> MeasureConfig:
     return MeasureConfig(
         base_url=base_url, model=recipe.model.served_model_name, endpoint=s.endpoint,
@@ -285,12 +317,12 @@ def _config(recipe: Recipe, s: Scenario, base_url: str, result_json: Path, *,
         burstiness=s.burstiness,
         num_warmups=s.num_warmups if num_warmups is None else num_warmups,
         request_timeout=s.request_timeout_s,
-        ignore_eos=s.ignore_eos, tokenizer=recipe.model.local_path, seed=0, disable_tqdm=True,
-        result_json=result_json)
+        ignore_eos=s.ignore_eos, tokenizer=tokenizer, seed=0, disable_tqdm=True,
+        result_json=result_json, sampling=dict(s.sampling))
 
 
-def _ramp(recipe: Recipe, s: Scenario, base_url: str, out_dir: Path,
-          api_key: str | None) -> dict[str, Any]:
+def _ramp(recipe: Recipe, s: Scenario, base_url: str, out_dir: Path, api_key: str | None,
+          tokenizer: Path | None, save: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """One request per input length, going up, until one fails: where it got and how it
     failed (the request's error, and whether the engine survived)."""
     steps: list[dict[str, Any]] = []
@@ -302,18 +334,19 @@ def _ramp(recipe: Recipe, s: Scenario, base_url: str, out_dir: Path,
         print(f"{s.name}/ramp: input {n} tokens", flush=True)
         # no warmup: the one request at each length is the test
         r = measure(_config(recipe, s, base_url, out_dir / f"{s.name}-ramp-{n}.json",
-                            max_concurrency=1, num_prompts=1, input_len=n, num_warmups=0),
-                    api_key=api_key)
+                            tokenizer, max_concurrency=1, num_prompts=1, input_len=n,
+                            num_warmups=0), api_key=api_key)
         ok = r["completed"] == 1
         steps.append({"input_len": n, "ok": ok, "ttft_ms": r["median_ttft_ms"] if ok else None,
                       "tpot_ms": r["median_tpot_ms"] if ok else None,
                       "error": r["errors"][0] if not ok else ""})
         if ok:
             record["max_completed_input_len"] = n
+            save(record)
             continue
         record["failed_at_input_len"] = n
         record["error"] = r["errors"][0]
-        record["engine_alive_after"] = _alive(recipe, base_url)
+        record["engine_alive_after"] = _alive(recipe, base_url, api_key)
         print(f"{s.name}/ramp: failed at {n} tokens: {record['error']} (engine "
               f"{'still up' if record['engine_alive_after'] else 'gone'})", flush=True)
         break
@@ -325,7 +358,9 @@ def summary_table(results: dict[str, Any]) -> pd.DataFrame:
     import pandas as pd
 
     rows = []
-    for r in results.values():
+    for key, r in results.items():
+        if "/c" not in key or not isinstance(r, dict):
+            continue  # ramps, engine_lost, engine_exit: not concurrency results
         tpot = r.get("median_tpot_ms") or 0.0
         rows.append({**{k: r.get(k) for k in TABLE_COLUMNS},
                      "endpoint": r.get("endpoint_type"),

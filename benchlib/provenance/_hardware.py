@@ -97,10 +97,17 @@ def _nvml() -> tuple[list[GPUInfo], str | None, str | None, str | None]:
         driver = _text(_try(pynvml.nvmlSystemGetDriverVersion))
         cuda = _try(pynvml.nvmlSystemGetCudaDriverVersion)
         cuda_text = f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) else None
-        gpus = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            mem = pynvml.nvmlDeviceGetMemoryInfo(h)
+        gpus: list[GPUInfo] = []
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+        except Exception as exc:
+            return [], driver, cuda_text, f"NVML could not count GPUs: {exc}"
+        for i in range(count):
+            try:  # a GPU that fell off the bus must not take the run down
+                h = pynvml.nvmlDeviceGetHandleByIndex(i)
+                mem = pynvml.nvmlDeviceGetMemoryInfo(h)
+            except Exception as exc:
+                return gpus, driver, cuda_text, f"NVML failed on GPU {i}: {exc}"
             limit = _try(pynvml.nvmlDeviceGetEnforcedPowerLimit, h)
             default = _try(pynvml.nvmlDeviceGetPowerManagementDefaultLimit, h)
             gpus.append(GPUInfo(

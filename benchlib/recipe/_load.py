@@ -84,7 +84,8 @@ def resolve_paths(recipe: Recipe, base: Path) -> Recipe:
         # absolute, but symlinks kept: a venv's bin/python must stay the venv's
         return None if p is None else Path(os.path.abspath(base / p))
 
-    model = recipe.model.model_copy(update={"local_path": fix(recipe.model.local_path)})
+    model = recipe.model.model_copy(update={"local_path": fix(recipe.model.local_path),
+                                            "tokenizer": fix(recipe.model.tokenizer)})
     engine = recipe.engine.model_copy(update={"python": fix(recipe.engine.python),
                                               "executable": fix(recipe.engine.executable)})
     scenarios = [s.model_copy(update={"dataset_path": fix(s.dataset_path)})

@@ -70,7 +70,8 @@ def test_dry_run_prints_the_command() -> None:
 
 
 LOG = """\
-(APIServer pid=1) INFO 12-02 [api_utils.py:347]  version 0.32.0
+INFO Using transformers version 4.56.1
+(APIServer pid=1) INFO 12-02 [api_utils.py:347]  ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.32.0
 (EngineCore pid=2) INFO [gpu_model_runner.py] Model loading took 14.99 GiB memory and 5.24 seconds
 (EngineCore pid=2) INFO [gpu_worker.py] Available KV cache memory: 20.51 GiB
 (EngineCore pid=2) INFO [kv_cache_utils.py] GPU KV cache size: 1,234,567 tokens

@@ -50,6 +50,8 @@ def test_demo_and_good_recipes_pass(tmp_path: Path) -> None:
     (GOOD.replace("kind: endpoint", "kind: vlm"), "engine.kind"),
     (GOOD.replace(', base_url: "http://127.0.0.1:9"', ""), "needs engine.base_url"),
     (GOOD.replace("kind: endpoint", "kind: endpoint, env: {HF_TOKEN: abc}"), "must not hold secrets"),
+    (GOOD.replace("kind: endpoint", "kind: endpoint, args: [--api-key, sk-literal]"), "write --api-key ${NAME}"),
+    (GOOD.replace("kind: endpoint", "kind: endpoint, args: [--api-key=sk-literal]"), "write --api-key=${NAME}"),
     ("name: t\nmodel: [1, 2", "not valid YAML"),
     ("", "expected a mapping of keys, got empty"),
     ("- a\n- b\n", "expected a mapping of keys, got a list"),

@@ -1,0 +1,34 @@
+"""Which folder a run goes to: never another recipe's, never a changed recipe's."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+from benchlib.pipeline._runner import RunSummary, _pick_run_dir
+
+
+def state(folder: Path, finished: bool, digest: str) -> None:
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"finished": finished,
+                                                 "recipe_sha256": digest}))
+
+
+def test_resume_only_the_same_unfinished_recipe(tmp_path: Path) -> None:
+    day = tmp_path / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    logs: list[str] = []
+    state(day / "demo-h200", False, "x")  # another recipe whose name starts the same
+    path, resumed = _pick_run_dir(tmp_path, "demo", "abc", False, logs.append)
+    assert (path.name, resumed) == ("demo", False)
+    (path / "run.json").write_text(json.dumps({"finished": False, "recipe_sha256": "abc"}))
+    assert _pick_run_dir(tmp_path, "demo", "abc", False, logs.append) == (path, True)
+    # the recipe changed: a new folder, and the user is told why
+    path2, resumed2 = _pick_run_dir(tmp_path, "demo", "def", False, logs.append)
+    assert (path2.name, resumed2) == ("demo-2", False) and "recipe changed" in logs[-1]
+    # --force never resumes
+    assert _pick_run_dir(tmp_path, "demo", "abc", True, logs.append)[0].name == "demo-3"
+
+
+def test_a_run_with_no_status_is_not_ok(tmp_path: Path) -> None:
+    assert RunSummary(tmp_path, {"00_plan": "ok", "01_download": "failed"}).ok is False
