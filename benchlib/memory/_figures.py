@@ -21,7 +21,7 @@ _LENGTHS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288,
 def _stack(p: Plan) -> Figure:
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(6, 4.5))
+    fig = Figure(figsize=(6, 4.5), layout="constrained")
     ax = fig.add_subplot()
     weights = p.weights.per_gpu_gib
     overhead = p.overhead.total_gib if p.config.kv_budget_gib is None else 0.0
@@ -48,7 +48,7 @@ def _stack(p: Plan) -> Figure:
 def _capacity(p: Plan) -> Figure:
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7, 4.5))
+    fig = Figure(figsize=(7, 4.5), layout="constrained")
     ax = fig.add_subplot()
     top = max(p.max_model_len, 4096)
     lengths = [n for n in _LENGTHS if n <= top * 2] or [p.max_model_len]
