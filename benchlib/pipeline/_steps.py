@@ -118,13 +118,27 @@ def _config_json(recipe: Recipe) -> Path | None:
 def plan_step(recipe: Recipe, results_path: str | Path = "") -> tuple[Plan | None,
                                                                        pd.DataFrame]:
     """The memory plan (weights, KV bytes per token, capacity, concurrency, decode floor,
-    verdict) from the recipe's ``plan`` settings, and the scenarios table. The scenarios'
-    longest request is checked against the plan's max_model_len."""
+    verdict) from the recipe's ``plan`` settings, and the scenarios table. Scenarios whose
+    requests exceed max_model_len are named in ``warnings``; without a config.json (a GGUF
+    repo) the plan is skipped and says so."""
     from benchlib.memory import PlanConfig, plan
 
     scenarios = plan_overview(recipe)
-    config = _config_json(recipe)
+    try:
+        config = _config_json(recipe)
+    except Exception as exc:  # e.g. a hub GGUF repo has no config.json: plan skipped, said why
+        config = None
+        print(f"no config.json for {recipe.model.id}: {type(exc).__name__}: {exc}", flush=True)
     result: dict[str, Any] = {"scenarios": scenarios.to_dict("records")}
+    limit = recipe.plan.get("max_model_len") or recipe.engine.max_model_len
+    too_long = [] if limit is None else sorted(
+        {s.name for s in recipe.scenarios
+         if max([s.input_len, *s.ramp_input_lens]) + s.output_len > limit})
+    if too_long:
+        result["warnings"] = [f"scenarios {', '.join(too_long)} need more than "
+                              f"max_model_len={limit} tokens per request: the engine will "
+                              "refuse them"]
+        print(result["warnings"][0], flush=True)
     the_plan = None
     if config is None:
         result["plan"] = None
