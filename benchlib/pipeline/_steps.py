@@ -10,7 +10,6 @@ runner copies them into the step's sidecar.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import json
 import os
@@ -229,9 +228,8 @@ def launch_summary(recipe: Recipe, *, base_url: str, engine_log: str, command: s
     probe = first_token(base_url, recipe.model.served_model_name, chat=chat, api_key=api_key)
     if probe is not None:
         raise EngineError(f"the engine at {base_url} did not answer a 1-token request: {probe}")
-    log_facts = {k: v for k, v in dataclasses.asdict(facts).items() if k != "failures"}
     result = {"kind": recipe.engine.kind, "base_url": base_url, "command": command,
-              "startup_s": startup_s, "engine_log": engine_log, "log_facts": log_facts}
+              "startup_s": startup_s, "engine_log": engine_log, "log_facts": facts.as_dict()}
     save_results(results_path, result)
     return result
 

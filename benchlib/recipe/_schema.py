@@ -9,7 +9,6 @@ recipe names the environment variable that holds them (``api_key_env``, ``hf_tok
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -21,6 +20,8 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+
+from benchlib._secrets import SECRET_FLAGS, is_env_ref, is_secret_name
 
 __all__ = [
     "CompareSpec",
@@ -44,10 +45,6 @@ Pin = Annotated[str, BeforeValidator(_must_be_text)]
 #: An environment variable's name (for secrets): letters, digits, underscores.
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
-
-#: flags whose value is a secret (recorded commands show *** instead)
-SECRET_FLAGS = ("--api-key", "--api_key", "--hf-token", "--token", "--hf_token")
-_ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 StepName = Literal["00_plan", "01_download", "02_launch", "03_measure", "04_compare"]
 ALL_STEPS: tuple[StepName, ...] = ("00_plan", "01_download", "02_launch", "03_measure",
@@ -103,14 +100,14 @@ class EngineSpec(_Strict):
         if self.base_url is not None and not self.base_url.startswith("http://"):
             raise ValueError("engine.base_url must start with http://")
         for flag, value in zip(self.args, self.args[1:], strict=False):
-            if flag in SECRET_FLAGS and not _ENV_REF.fullmatch(value):
+            if flag in SECRET_FLAGS and not is_env_ref(value):
                 raise ValueError(f"engine.args: write {flag} ${{NAME}} and export NAME; a "
                                  "secret's value never goes into a recipe")
         for arg in self.args:
             name, eq, value = arg.partition("=")
-            if eq and name in SECRET_FLAGS and not _ENV_REF.fullmatch(value):
+            if eq and name in SECRET_FLAGS and not is_env_ref(value):
                 raise ValueError(f"engine.args: write {name}=${{NAME}} and export NAME")
-        if any(k.upper().endswith(("TOKEN", "API_KEY", "SECRET")) for k in self.env):
+        if any(is_secret_name(k) for k in self.env):
             raise ValueError("engine.env must not hold secrets; name the variable in "
                              "api_key_env / model.hf_token_env and export it instead")
         return self
