@@ -138,8 +138,14 @@ def run_vllm_bench(
     seed: int,
     workdir: str | Path,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    dataset_path: Path | None = None,
 ) -> PeerResult:
     """Run ``vllm bench serve`` (random dataset, ignore-EOS) and parse its ``--save-result`` JSON.
+
+    With ``dataset_path`` (JSONL, one ``{"prompt": …}`` per line) it sends those prompts in
+    file order, as they are (``--dataset-name custom --skip-chat-template
+    --disable-shuffle``), each asking for ``output_len`` tokens: the prompts ``benchlib
+    measure --dataset file`` sends from the same file.
 
     Args:
         base_url: Server root, e.g. ``http://127.0.0.1:8000`` (a trailing ``/v1`` is dropped).
@@ -181,9 +187,12 @@ def run_vllm_bench(
         "--endpoint", path,
         "--model", model,
         "--tokenizer", str(Path(tokenizer_dir).resolve()),
-        "--dataset-name", "random",
-        "--random-input-len", str(input_len),
-        "--random-output-len", str(output_len),
+        *(["--dataset-name", "random",
+           "--random-input-len", str(input_len),
+           "--random-output-len", str(output_len)] if dataset_path is None else
+          ["--dataset-name", "custom", "--dataset-path", str(dataset_path),
+           "--skip-chat-template", "--disable-shuffle",
+           "--custom-output-len", str(output_len)]),
         "--ignore-eos",
         "--num-prompts", str(num_prompts),
         "--max-concurrency", str(max_concurrency),

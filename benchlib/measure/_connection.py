@@ -80,6 +80,21 @@ class StreamCapture:
     complete: bool = False
     error: str | None = None
     kernel_clock: bool = False
+    #: every read of the response, in order: its arrival time (the kernel stamp, mapped and
+    #: clamped to [start, read], or the read time itself where the read had no stamp) and
+    #: when Python read it; a read's arrival is the newest segment it returned
+    read_times: list[int] = field(default_factory=list)
+    read_user: list[int] = field(default_factory=list)
+    read_stamped: list[bool] = field(default_factory=list)
+    #: reads whose stamp fell outside [start, read] and was clamped (a clock step)
+    clamped_reads: int = 0
+    #: per event: the read that completed it, and whether its last byte was that read's
+    #: last byte (then the read's stamp is its exact arrival, else only an upper bound)
+    event_read: list[int] = field(default_factory=list)
+    event_exact: list[bool] = field(default_factory=list)
+    #: the realtime→monotonic offset at the request's end minus at its start: a clock step
+    #: (NTP, ``makestep``) in between moves kernel stamps, so a large drift is flagged
+    clock_drift_ns: int = 0
 
 
 def _closed_message(capture: StreamCapture | None) -> str:
@@ -204,6 +219,7 @@ class Connection:
             if sent < len(wire):
                 await self._loop.sock_sendall(self._sock, memoryview(wire)[sent:])
             await done
+            capture.clock_drift_ns = ClockMap.now().offset_ns - self._clock.offset_ns
         except asyncio.CancelledError:
             self.close()
             raise
@@ -247,13 +263,28 @@ class Connection:
                 capture.end_ns = time.perf_counter_ns()
             self._finish(_os_error_message(exc, capture))
             return
-        stamp = rx_timestamp_ns(anc) if self._kernel_clock else None
-        arrival = self._clock.to_perf_ns(stamp) if stamp is not None else time.perf_counter_ns()
+        now = time.perf_counter_ns()
         if capture is None:
             return
+        stamp = rx_timestamp_ns(anc) if self._kernel_clock else None
+        if stamp is None:
+            arrival = now
+        else:
+            arrival = self._clock.to_perf_ns(stamp)
+            if not capture.start_ns <= arrival <= now:  # bytes cannot arrive before the
+                capture.clamped_reads += 1  # send or after the read: the clock stepped
+                arrival = min(max(arrival, capture.start_ns), now)
+        read = len(capture.read_times)
+        capture.read_times.append(arrival)
+        capture.read_user.append(now)
+        capture.read_stamped.append(stamp is not None)
+        first = len(capture.events)
         try:
             self._h11.receive_data(data)
-            self._drain(capture, arrival, eof=not data)
+            self._drain(capture, arrival, read, eof=not data)
+            if (len(capture.events) > first and not capture.complete
+                    and not self._decoder.pending and not self._h11.trailing_data[0]):
+                capture.event_exact[-1] = True  # nothing of a later event came with it
         except h11.RemoteProtocolError as exc:
             if not capture.end_ns:
                 capture.end_ns = arrival
@@ -265,7 +296,7 @@ class Connection:
                 capture.end_ns = arrival
             self._finish(f"cannot read the response: {type(exc).__name__}: {exc}")
 
-    def _drain(self, capture: StreamCapture, arrival: int, eof: bool) -> None:
+    def _drain(self, capture: StreamCapture, arrival: int, read: int, eof: bool) -> None:
         conn = self._h11
         decoder = self._decoder
         while True:
@@ -275,6 +306,8 @@ class Connection:
                     events = capture.events
                     for payload in decoder.feed(event.data):
                         events.append((arrival, payload))
+                        capture.event_read.append(read)
+                        capture.event_exact.append(False)
                         if payload == b"[DONE]":
                             capture.saw_done = True
                 else:

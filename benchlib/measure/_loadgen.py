@@ -109,7 +109,9 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
     megabytes (the tokenizer releases the GIL) does not stall the other streams' reads. It
     must be thread-safe.
 
-    Returns the outcomes in request order and the duration (first send → last end) in ns.
+    Returns the outcomes in request order (each with its release time) and the duration as
+    the reference takes it: from the start of the load, before the first arrival gap, to the
+    end of the last request, in ns.
     """
     endpoint = Endpoint.parse(plan.base_url)
     target = endpoint.path(API_PATHS[plan.kind])
@@ -150,6 +152,8 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
         failure: list[BaseException] = []
         worker = ThreadPoolExecutor(1, thread_name_prefix="benchlib-outcome")
 
+        releases: list[int] = [0] * len(bodies)
+
         async def request(i: int) -> None:
             if sem is not None:
                 async with sem:
@@ -167,6 +171,7 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
                 i, capture = await ended.get()
                 try:
                     outcome = decode_capture(i, prompt_lens[i], capture, plan.kind)
+                    outcome.release_ns = releases[i]
                     outcomes[i] = outcome
                     if sum(map(len, outcome.chunk_texts)) > OFFLOAD_CHARS:
                         await loop.run_in_executor(worker, on_outcome, outcome, capture)
@@ -180,14 +185,17 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
 
         post = asyncio.create_task(post_process())
         begin = loop.time()
+        begin_ns = time.perf_counter_ns()  # the reference's benchmark_start_time
         tasks = []
         for i, offset in enumerate(offsets):
             delay = begin + offset - loop.time()
             if delay > 0:
                 await asyncio.sleep(delay)
+            releases[i] = time.perf_counter_ns()  # the reference's request_arrival_time
             tasks.append(asyncio.create_task(request(i)))
         try:
             await asyncio.gather(*tasks)
+            end_ns = time.perf_counter_ns()
             await ended.join()
         finally:
             post.cancel()
@@ -199,7 +207,4 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
         gc.set_threshold(*thresholds)
         gc.unfreeze()
         sys.setswitchinterval(switch)
-    done = [o for o in outcomes if o is not None]
-    start = min(o.start_ns for o in done)
-    end = max(o.end_ns for o in done)
-    return done, end - start
+    return [o for o in outcomes if o is not None], end_ns - begin_ns

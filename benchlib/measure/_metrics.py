@@ -1,29 +1,44 @@
-"""Aggregate metrics with ``vllm bench serve``'s definitions and JSON keys, plus ours.
+"""Aggregate metrics: ``vllm bench serve``'s keys with its exact meaning, ours beside them.
 
-Reference behaviour kept on purpose (so numbers compare): numpy mean / median / std (ddof=0) /
-linear-interpolation percentiles over successful requests; TPOT = (E2EL − TTFT)/(N − 1) only
-when N > 1; ITL one value per chunk; goodput counts requests meeting every SLO (TPOT 0 when
-N ≤ 1). Corrected where the reference is wrong:
+A key that has the reference's name means what ``vllm bench serve`` 0.32 means by it
+(``vllm/benchmarks/serve.py`` ``calculate_metrics`` and ``benchmark``), so a pandas frame of
+both tools' files compares like with like:
 
-* ``max_output_tokens_per_s`` buckets *tokens* (each chunk's share) per second, not chunks;
-* ``max_concurrent_requests`` is the true peak overlap of in-flight requests, which cannot
-  exceed ``--max-concurrency``, instead of requests touching the same 1-s bucket;
-* ``duration`` runs from the first request's send to the last request's end on the wire.
+* ``ttfts`` / ``*_ttft_ms``, ``itls`` / ``*_itl_ms``, ``latencies`` / ``*_e2el_ms``: first
+  event with non-empty ``choices``, gaps between such events, last such event;
+* ``*_tpot_ms``: (E2EL − TTFT)/(N − 1) for N > 1; goodput with TPOT 0 when N ≤ 1;
+* ``total_input_tokens`` / ``input_lens``: the server's ``usage.prompt_tokens`` where it
+  sent one, else the dataset's count (0.32 overwrites the prompt length with usage);
+* ``duration``: from the start of the load (before the first arrival gap) to the end of the
+  last request; ``*_throughput`` and ``request_goodput`` divide by it;
+* ``max_output_tokens_per_s``: the busiest 1-s bucket of choices *events* (the reference
+  counts chunks, not tokens); ``max_concurrent_requests``: most requests touching one 1-s
+  bucket;
+* ``queue_times`` / ``*_client_queue_time_ms``: release → send (a concurrency slot, a
+  connection), and ``*_e2el_including_client_queue_ms`` (both as the reference reports them).
 
-Ours on top: per-token ITL (each chunk's gap spread over the tokens it carried), mean tokens
-per chunk (≈ speculative acceptance length), where token counts and times came from, and
-``buffered_streams``: requests whose chunks all arrived within 1 ms (a buffering server or
-proxy, or a starved API process), whose TPOT cannot be read as decode speed.
+Where the reference would print 0 for an empty set (``np.mean(x or 0)``), we write ``null``:
+no number is better than a made-up one.
+
+Ours, named apart: ``*_ttft_text_ms`` (first generated text; a role-only chunk does not
+count), ``*_tpot_text_ms``, ``*_itl_text_only_ms`` (gaps between text events that were
+measured: two events of one read are counted in ``timing.coalesced_gaps`` instead),
+``*_itl_per_token_ms``, ``peak_output_tokens_per_s`` (tokens), ``peak_concurrent_requests``
+(true overlap), ``total_input_tokens_server`` / ``_dataset``, ``duration_first_send_ms``,
+``mean_tokens_per_chunk``, ``buffered_streams`` and the ``timing`` self-check
+(:mod:`benchlib.measure._timing`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from benchlib.measure._request import RequestOutcome
+from benchlib.measure._timing import timing_summary
 
 __all__ = ["percentile_key", "summarize"]
 
@@ -36,15 +51,19 @@ def percentile_key(p: float) -> str:
     return f"p{int(p)}" if float(p).is_integer() else f"p{p}"
 
 
-def _stats(name: str, values_ms: Sequence[float], percentiles: Sequence[float]) -> dict[str, float]:
-    arr = np.asarray(values_ms, dtype=np.float64) if len(values_ms) else np.zeros(1)
-    out = {
-        f"mean_{name}_ms": float(np.mean(arr)),
-        f"median_{name}_ms": float(np.median(arr)),
-        f"std_{name}_ms": float(np.std(arr)),
+def _stats(name: str, values_ms: Sequence[float], percentiles: Sequence[float]
+           ) -> dict[str, float | None]:
+    """mean / median / std (ddof 0) / linear percentiles, as numpy computes them; ``None``
+    for every statistic of an empty set."""
+    arr = np.asarray(values_ms, dtype=np.float64)
+    empty = arr.size == 0
+    out: dict[str, float | None] = {
+        f"mean_{name}_ms": None if empty else float(np.mean(arr)),
+        f"median_{name}_ms": None if empty else float(np.median(arr)),
+        f"std_{name}_ms": None if empty else float(np.std(arr)),
     }
     for p in percentiles:
-        out[f"{percentile_key(p)}_{name}_ms"] = float(np.percentile(arr, p))
+        out[f"{percentile_key(p)}_{name}_ms"] = None if empty else float(np.percentile(arr, p))
     return out
 
 
@@ -69,62 +88,101 @@ def _peak_overlap(intervals: Sequence[tuple[int, int]]) -> int:
     return peak
 
 
+def _tpot_ms(o: RequestOutcome, ttft_ns: int | None) -> float | None:
+    n = o.output_tokens
+    if n > 1 and o.latency_ns is not None and ttft_ns is not None:
+        return (o.latency_ns - ttft_ns) / (n - 1) / _MS
+    return None
+
+
+def _reference_peaks(ok: Sequence[RequestOutcome]) -> tuple[float | None, int | None]:
+    """``max_output_tokens_per_s`` and ``max_concurrent_requests`` exactly as the reference
+    buckets them: choices events and active requests per whole second since the first start."""
+    if not ok:
+        return None, None
+    first = min(o.start_ns for o in ok) / _NS
+    last = max(o.start_ns / _NS + (o.latency_ns or 0) / _NS for o in ok)
+    seconds = int(np.ceil(last - first)) + 1
+    events = np.zeros(seconds)
+    active = np.zeros(seconds)
+    for o in ok:
+        start = o.start_ns / _NS
+        t = start + (o.ttft_ns or 0) / _NS
+        times = [t]
+        for gap in o.itl_ns:
+            t += gap / _NS
+            times.append(t)
+        for t in times:
+            bucket = int(t - first)
+            if 0 <= bucket < seconds:
+                events[bucket] += 1
+        for s in range(int(start - first), int(start + (o.latency_ns or 0) / _NS - first) + 1):
+            active[s] += 1
+    return float(np.max(events)), int(np.max(active))
+
+
+def _per_token_itls(o: RequestOutcome, counts: Sequence[float]) -> list[float]:
+    """Each measured gap spread over the tokens that arrived with it (all text chunks of the
+    read that ended it); chunks of under one token carry their gap to the next."""
+    out: list[float] = []
+    carry = 0.0
+    tokens = 0.0
+    gap = 0.0
+    for k in range(1, len(o.chunk_times_ns)):
+        tokens += counts[k] if k < len(counts) else 0.0
+        if o.text_gap_measured[k - 1]:
+            gap = o.text_gaps_ns[k - 1] / _MS
+        last_of_read = k + 1 == len(o.chunk_times_ns) or o.text_gap_measured[k]
+        if not last_of_read:
+            continue
+        if tokens >= 1:
+            out.extend([(gap + carry) / tokens] * round(tokens))
+            carry = 0.0
+        else:
+            carry += gap
+        tokens = gap = 0.0
+    return out
+
+
 def summarize(outcomes: Sequence[RequestOutcome], token_counts: Sequence[Sequence[float]], *,
               duration_ns: int, percentiles: Sequence[float],
-              goodput: dict[str, float] | None = None) -> dict[str, Any]:
+              goodput: dict[str, float] | None = None, max_concurrency: int | None = None,
+              request_rate: float = math.inf) -> dict[str, Any]:
     """Metrics over ``outcomes`` (in request order); ``token_counts[i]`` are the per-chunk
-    token counts of ``outcomes[i]`` (see ``chunk_token_counts``)."""
+    token counts of ``outcomes[i]`` (see ``chunk_token_counts``); ``duration_ns`` is the
+    reference's duration (load start → last request's end)."""
     ok = [o for o in outcomes if o.success]
     dur_s = duration_ns / _NS
 
-    def per_s(x: float) -> float:
-        return x / dur_s if dur_s > 0 else 0.0
+    def per_s(x: float) -> float | None:
+        return x / dur_s if dur_s > 0 and ok else None
 
-    ttfts = [o.ttft_ns / _MS for o in ok if o.ttft_ns is not None]
-    e2els = [o.latency_ns / _MS for o in ok if o.latency_ns is not None]
-    itls = [g / _MS for o in ok for g in o.itl_ns]
-    tpots: list[float] = []
-    all_tpots: list[float] = []
-    per_token_itls: list[float] = []
-    chunks = 0
-    first_start = min((o.start_ns for o in outcomes), default=0)
-    peak_bucket: dict[int, float] = {}
     by_index = {o.index: c for o, c in zip(outcomes, token_counts, strict=True)}
+    tpots = [t for o in ok if (t := _tpot_ms(o, o.ttft_ns)) is not None]
+    tpots_text = [t for o in ok if (t := _tpot_ms(o, o.ttft_text_ns)) is not None]
+    first_start = min((o.start_ns for o in ok), default=0)
+    peak_bucket: dict[int, float] = {}
+    per_token: list[float] = []
+    chunks = 0
     for o in ok:
-        n = o.output_tokens
-        tpot = 0.0
-        if n > 1 and o.latency_ns is not None and o.ttft_ns is not None:
-            tpot = (o.latency_ns - o.ttft_ns) / (n - 1) / _MS
-            tpots.append(tpot)
-        all_tpots.append(tpot)
         counts = by_index[o.index]
         chunks += len(o.chunk_times_ns)
-        carry = 0.0
-        for k, gap in enumerate(o.itl_ns, start=1):
-            carry_gap = gap / _MS
-            tokens = counts[k] if k < len(counts) else 0.0
-            if tokens >= 1:
-                per_token_itls.extend([(carry_gap + carry) / tokens] * round(tokens))
-                carry = 0.0
-            else:
-                carry += carry_gap
+        per_token.extend(_per_token_itls(o, counts))
         for t, c in zip(o.chunk_times_ns, counts, strict=False):
             bucket = int((t - first_start) // 1_000_000_000)
             peak_bucket[bucket] = peak_bucket.get(bucket, 0.0) + c
     total_in = sum(_input_tokens(o) for o in ok)
     total_out = sum(o.output_tokens for o in ok)
     good = 0
-    if goodput:
-        for o, tpot in zip(ok, all_tpots, strict=True):
-            meets = True
-            if "ttft" in goodput and (o.ttft_ns or 0) / _MS > goodput["ttft"]:
-                meets = False
-            if "tpot" in goodput and tpot > goodput["tpot"]:
-                meets = False
-            if "e2el" in goodput and (o.latency_ns or 0) / _MS > goodput["e2el"]:
-                meets = False
-            good += meets
-    sources = {s: sum(o.output_tokens_source == s for o in ok) for s in ("usage", "tokenizer")}
+    for o in ok if goodput else ():
+        assert goodput is not None
+        tpot = _tpot_ms(o, o.ttft_ns) or 0.0
+        good += (("ttft" not in goodput or (o.ttft_ns or 0) / _MS <= goodput["ttft"])
+                 and ("tpot" not in goodput or tpot <= goodput["tpot"])
+                 and ("e2el" not in goodput or (o.latency_ns or 0) / _MS <= goodput["e2el"]))
+    max_events, max_active = _reference_peaks(ok)
+    server_in = [o.server_prompt_tokens for o in ok if o.server_prompt_tokens is not None]
+    sends = [o for o in outcomes if o.start_ns]
     result: dict[str, Any] = {
         "duration": dur_s,
         "completed": len(ok),
@@ -135,19 +193,57 @@ def summarize(outcomes: Sequence[RequestOutcome], token_counts: Sequence[Sequenc
         "request_goodput": per_s(good) if goodput else None,
         "output_throughput": per_s(total_out),
         "total_token_throughput": per_s(total_in + total_out),
-        "max_output_tokens_per_s": max(peak_bucket.values(), default=0.0),
-        "max_concurrent_requests": _peak_overlap(
-            [(o.start_ns, o.start_ns + (o.latency_ns or 0)) for o in ok]),
+        "max_output_tokens_per_s": max_events,
+        "max_concurrent_requests": max_active,
+        "rtfx": 0.0,  # audio input seconds per second: no audio here
     }
-    for name, values in (("ttft", ttfts), ("tpot", tpots), ("itl", itls), ("e2el", e2els)):
-        result.update(_stats(name, values, percentiles))
-    result.update(_stats("itl_per_token", per_token_itls, percentiles))
-    result["mean_tokens_per_chunk"] = total_out / chunks if chunks else 0.0
+    result.update(_stats("ttft", [o.ttft_ns / _MS for o in ok if o.ttft_ns is not None],
+                         percentiles))
+    result.update(_stats("tpot", tpots, percentiles))
+    result.update(_stats("itl", [g / _MS for o in ok for g in o.itl_ns], percentiles))
+    result.update(_stats("e2el", [o.latency_ns / _MS for o in ok if o.latency_ns is not None],
+                         percentiles))
+    if max_concurrency is not None:
+        result.update(_stats("client_queue_time", [o.queue_ns / _MS for o in ok], percentiles))
+        if not math.isinf(request_rate):
+            result.update(_stats("e2el_including_client_queue",
+                                 [((o.latency_ns or 0) + o.queue_ns) / _MS for o in ok],
+                                 percentiles))
+    # ours, named apart
+    result.update(_stats("ttft_text", [o.ttft_text_ns / _MS for o in ok
+                                       if o.ttft_text_ns is not None], percentiles))
+    result.update(_stats("tpot_text", tpots_text, percentiles))
+    result.update(_stats("itl_text_only", [g / _MS for o in ok for g, m in
+                                           zip(o.text_gaps_ns, o.text_gap_measured,
+                                               strict=True) if m], percentiles))
+    result.update(_stats("itl_per_token", per_token, percentiles))
+    result["peak_output_tokens_per_s"] = max(peak_bucket.values(), default=None)
+    result["peak_concurrent_requests"] = (
+        _peak_overlap([(o.start_ns, o.start_ns + (o.latency_ns or 0)) for o in ok])
+        if ok else None)
+    result["total_input_tokens_server"] = sum(server_in) if server_in else None
+    result["total_input_tokens_dataset"] = sum(o.prompt_len for o in ok)
+    result["duration_first_send_ms"] = (
+        (max(o.end_ns for o in sends) - min(o.start_ns for o in sends)) / _MS if sends else None)
+    result["mean_tokens_per_chunk"] = total_out / chunks if chunks else None
     result["buffered_streams"] = sum(_buffered(o) for o in ok)
-    result["output_tokens_source"] = sources
+    result["output_tokens_source"] = {
+        s: sum(o.output_tokens_source == s for o in ok) for s in ("usage", "tokenizer")}
+    result["timing"] = timing_summary(
+        [(o.ttft_text_ns, o.ttft_text_lower_ns, o.ttft_text_exact) for o in ok
+         if o.ttft_text_ns is not None and o.ttft_text_lower_ns is not None],
+        [o.clock for o in ok], sum(o.clock_stepped for o in outcomes),
+        [g for o in ok for g in o.read_lags_ns], sum(o.reads for o in ok),
+        sum(o.stamped_reads for o in ok), sum(o.coalesced_gaps for o in ok))
+    # per-request lists, as the reference writes them (seconds)
     result["input_lens"] = [_input_tokens(o) for o in outcomes]
     result["output_lens"] = [o.output_tokens if o.success else 0 for o in outcomes]
-    result["ttfts"] = [o.ttft_ns / _NS if o.success and o.ttft_ns else 0.0 for o in outcomes]
-    result["itls"] = [[g / _NS for g in o.itl_ns] if o.success else [] for o in outcomes]
+    result["ttfts"] = [o.ttft_ns / _NS if o.ttft_ns is not None else 0.0 for o in outcomes]
+    result["itls"] = [[g / _NS for g in o.itl_ns] for o in outcomes]
+    result["latencies"] = [o.latency_ns / _NS if o.success and o.latency_ns is not None
+                           else 0.0 for o in outcomes]
+    result["start_times"] = [o.start_ns / _NS for o in outcomes]
+    result["queue_times"] = [o.queue_ns / _NS for o in outcomes]
+    result["generated_texts"] = [o.text for o in outcomes]
     result["errors"] = [o.error for o in outcomes]
     return result

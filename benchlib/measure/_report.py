@@ -12,17 +12,49 @@ __all__ = ["format_result"]
 
 _SECTIONS = (
     ("ttft", "Time to First Token", "TTFT"),
+    ("ttft_text", "Time to First Text (benchlib)", "TTFT text"),
     ("tpot", "Time per Output Token (excl. 1st token)", "TPOT"),
     ("itl", "Inter-token Latency", "ITL"),
+    ("itl_text_only", "ITL between text reads (benchlib)", "ITL text"),
     ("itl_per_token", "Inter-token Latency per token (benchlib)", "ITL/token"),
     ("e2el", "End-to-end Latency", "E2EL"),
+    ("client_queue_time", "Client-side Queueing", "Client Queue Time"),
+    ("e2el_including_client_queue", "Queue-inclusive End-to-end Latency",
+     "E2EL incl. Client Queue"),
 )
 
 
 def _row(label: str, value: Any) -> str:
+    if value is None:
+        return f"{label:<40} {'n/a':<10}"
     if isinstance(value, float):
         return f"{label:<40} {value:<10.2f}"
     return f"{label:<40} {value!s:<10}"
+
+
+def _timing_lines(timing: dict[str, Any]) -> list[str]:
+    """The timing self-check: which clock, how exact, and what to do when the client is the
+    limit (benchlib's addition)."""
+    lines = ["{s:{c}^{n}}".format(s="Timing self-check (benchlib)", n=50, c="-")]
+    stamped = timing.get("stamped_read_fraction")
+    clock = timing.get("clock")
+    if clock == "mixed" and stamped is not None:
+        clock = f"mixed ({stamped:.0%} of reads stamped)"
+    lines.append(_row("Clock:", clock))
+    exact = timing.get("exact_ttft_fraction")
+    lines.append(_row("Exact TTFTs:", None if exact is None else f"{exact:.1%}"))
+    lines.append(_row("P99 TTFT uncertainty (ms):", timing.get("p99_ttft_uncertainty_ms")))
+    lines.append(_row("P99 read lag (ms):", timing.get("p99_read_lag_ms")))
+    if timing.get("coalesced_gaps"):
+        lines.append(_row("Gaps within one read (not ITL):", timing["coalesced_gaps"]))
+    if timing.get("clock_stepped_requests"):
+        lines.append(_row("Clock stepped (read times used):", timing["clock_stepped_requests"]))
+    if timing.get("client_bound"):
+        lines.append(f"WARNING: client-bound: reads lagged up to {timing['p99_read_lag_ms']:.2f} "
+                     f"ms (p99) behind arrivals, so events merged into one read and their times "
+                     f"are bounds, not stamps. Run fewer streams per process (lower "
+                     f"--max-concurrency) or split the load over more client processes.")
+    return lines
 
 
 #: distinct failure causes listed under the block (the rest are counted together)
@@ -66,6 +98,11 @@ def format_result(result: dict[str, Any], percentiles: Sequence[float]) -> str:
                       result["max_output_tokens_per_s"]))
     lines.append(_row("Peak concurrent requests:", result["max_concurrent_requests"]))
     lines.append(_row("Total token throughput (tok/s):", result["total_token_throughput"]))
+    if "peak_output_tokens_per_s" in result:
+        lines.append(_row("Peak output tokens/s, tokens (benchlib):",
+                          result["peak_output_tokens_per_s"]))
+        lines.append(_row("Peak overlapping requests (benchlib):",
+                          result["peak_concurrent_requests"]))
     lines.append(_row("Mean tokens per chunk (benchlib):", result["mean_tokens_per_chunk"]))
     sources = result.get("output_tokens_source") or {}
     if sources.get("tokenizer"):
@@ -76,12 +113,16 @@ def format_result(result: dict[str, Any], percentiles: Sequence[float]) -> str:
                           f"{result['buffered_streams']} of {result['completed']}: their "
                           "TPOT is not decode speed"))
     for key, title, short in _SECTIONS:
+        if f"mean_{key}_ms" not in result:
+            continue
         lines.append("{s:{c}^{n}}".format(s=title, n=50, c="-"))
         lines.append(_row(f"Mean {short} (ms):", result[f"mean_{key}_ms"]))
         lines.append(_row(f"Median {short} (ms):", result[f"median_{key}_ms"]))
         for p in percentiles:
             label = percentile_key(p).upper()
             lines.append(_row(f"{label} {short} (ms):", result[f"{percentile_key(p)}_{key}_ms"]))
+    if result.get("timing"):
+        lines.extend(_timing_lines(result["timing"]))
     lines.extend(_failure_lines(result.get("errors") or ()))
     lines.append("=" * 50)
     return "\n".join(lines)

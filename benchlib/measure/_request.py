@@ -2,16 +2,20 @@
 
 :func:`build_body` makes the JSON body ``vllm bench serve`` would send (streamed, with
 ``stream_options.include_usage``). :func:`decode_capture` turns a
-:class:`~benchlib.measure._connection.StreamCapture` into a :class:`RequestOutcome` with the
-reference definitions, corrected where the reference is wrong:
+:class:`~benchlib.measure._connection.StreamCapture` into a :class:`RequestOutcome` that holds
+two views of the same events, so that keys named like the reference's mean what the
+reference means and ours are named apart:
 
-* TTFT ends at the first event that carries generated text: content, reasoning
-  (``reasoning_content`` or ``reasoning``) or tool-call text. A role-only chunk does not count.
-* E2EL ends at the last event with non-empty ``choices`` (the usage event and ``[DONE]`` do not
-  count), as in the reference.
-* ITL lists the gaps between consecutive events that carry generated text: one value per
-  chunk. Tokens are never chunks: the output length comes from the server's usage, or, flagged,
-  from the tokenizer.
+* the reference's (``vllm bench serve`` 0.32, ``lib/endpoint_request_func.py``): TTFT at the
+  first event with non-empty ``choices`` (a role-only chat chunk counts), one ITL per later
+  such event, E2EL at the last one (the usage event and ``[DONE]`` do not count);
+* benchlib's: TTFT at the first event that carries generated text (content, reasoning —
+  ``reasoning_content`` or ``reasoning`` — or tool-call text), with its lower bound
+  (:mod:`benchlib.measure._timing`); gaps between text-carrying events, where a gap between
+  two events of one read is counted apart instead of reported as a 0 ms ITL.
+
+Tokens are never chunks: the output length comes from the server's usage, or, flagged, from
+the tokenizer.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from benchlib.measure._connection import StreamCapture
+from benchlib.measure._timing import event_times
 
 __all__ = ["EndpointKind", "Prompt", "RequestOutcome", "build_body", "decode_capture"]
 
@@ -66,7 +71,16 @@ def build_body(prompt: Prompt, kind: EndpointKind, model: str, *, ignore_eos: bo
 
 @dataclass(slots=True)
 class RequestOutcome:
-    """One request, interpreted. Times are ``perf_counter_ns`` values; durations in ns."""
+    """One request, interpreted. Times are ``perf_counter_ns`` values; durations in ns.
+
+    Two views of the same events. ``vllm bench serve``'s (its keys keep its meaning):
+    ``ttft_ns``, ``itl_ns`` and ``latency_ns`` are the first event with non-empty
+    ``choices``, the gaps between consecutive such events, and the last one. benchlib's:
+    ``ttft_text_ns`` is the first event carrying generated text (a role-only chat chunk does
+    not count), bounded below by ``ttft_text_lower_ns``; ``text_gaps_ns`` are the gaps between
+    text-carrying events, and ``text_gap_measured[k]`` is False where both events came out of
+    one read (a 0 that measures nothing).
+    """
 
     index: int
     prompt_len: int
@@ -79,8 +93,14 @@ class RequestOutcome:
     ttft_ns: int | None = None
     latency_ns: int | None = None
     itl_ns: list[int] = field(default_factory=list)
-    #: arrival time and generated text of every event that carried generated text
+    ttft_text_ns: int | None = None
+    ttft_text_lower_ns: int | None = None
+    ttft_text_exact: bool = False
+    text_gaps_ns: list[int] = field(default_factory=list)
+    text_gap_measured: list[bool] = field(default_factory=list)
+    #: arrival time, read and generated text of every event that carried generated text
     chunk_times_ns: list[int] = field(default_factory=list)
+    chunk_reads: list[int] = field(default_factory=list)
     chunk_texts: list[str] = field(default_factory=list)
     text: str = ""
     reasoning: str = ""
@@ -89,13 +109,32 @@ class RequestOutcome:
     output_tokens_source: Literal["usage", "tokenizer", "none"] = "none"
     server_prompt_tokens: int | None = None
     kernel_clock: bool = False
+    #: the clock this request's times come from, and whether a clock step was caught
+    clock: Literal["kernel", "userspace"] = "userspace"
+    clock_stepped: bool = False
+    read_lags_ns: list[int] = field(default_factory=list)
+    reads: int = 0
+    stamped_reads: int = 0
     #: when the request ended: its last choices event on success, else when it was given up
     end_ns: int = 0
+    #: when the load generator released it (its scheduled send); the wait until
+    #: ``start_ns`` is client-side queueing (a concurrency slot, a connection)
+    release_ns: int | None = None
 
     @property
     def generated(self) -> str:
         """Everything generated, in arrival order (reasoning, content and tool-call text)."""
         return "".join(self.chunk_texts)
+
+    @property
+    def queue_ns(self) -> int:
+        """Client-side queueing: release → send (vLLM's ``client_queue_time``)."""
+        return max(0, self.start_ns - self.release_ns) if self.release_ns is not None else 0
+
+    @property
+    def coalesced_gaps(self) -> int:
+        """Gaps between text events that one read delivered together (not measured)."""
+        return self.text_gap_measured.count(False)
 
 
 def _error_message(body: bytes) -> str:
@@ -128,9 +167,12 @@ def _delta_text(choice: dict[str, Any], kind: EndpointKind) -> tuple[str, str, s
 def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
                    kind: EndpointKind) -> RequestOutcome:
     """Interpret a captured response. Never raises: every fault becomes ``error``."""
+    times = event_times(capture)
     out = RequestOutcome(index=index, prompt_len=prompt_len, start_ns=capture.start_ns,
                          http_status=capture.status, kernel_clock=capture.kernel_clock,
-                         end_ns=capture.end_ns)
+                         end_ns=capture.end_ns, clock=times.clock,
+                         clock_stepped=times.clock_stepped, read_lags_ns=times.read_lags,
+                         reads=times.reads, stamped_reads=times.stamped_reads)
     if capture.status is not None and capture.status != 200:
         out.error = f"HTTP {capture.status}: {_error_message(bytes(capture.body))}"
         return out
@@ -146,9 +188,10 @@ def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
     tools: list[str] = []
     last_choice_ns: int | None = None
     prev_ns: int | None = None
-    for n, (arrival, payload) in enumerate(capture.events):
+    for n, (_, payload) in enumerate(capture.events):
         if payload == b"[DONE]":
             continue
+        arrival = times.upper[n]
         try:
             obj = json.loads(payload)
         except (ValueError, RecursionError):
@@ -181,6 +224,11 @@ def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
             out.error = (f"SSE event #{n + 1} has an unexpected shape ({type(exc).__name__}: "
                          f"{exc}): {payload[:80]!r}")
             return out
+        # vLLM's view: every event with non-empty choices is a "token"
+        if last_choice_ns is None:
+            out.ttft_ns = arrival - capture.start_ns
+        else:
+            out.itl_ns.append(arrival - last_choice_ns)
         last_choice_ns = arrival
         if finish:
             out.finish_reason = str(finish)
@@ -189,19 +237,23 @@ def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
         content.append(c)
         reasoning.append(r)
         tools.append(t)
-        out.chunk_times_ns.append(arrival)
-        out.chunk_texts.append(text)
         if prev_ns is None:
-            out.ttft_ns = arrival - capture.start_ns
+            out.ttft_text_ns = arrival - capture.start_ns
+            out.ttft_text_lower_ns = times.lower[n] - capture.start_ns
+            out.ttft_text_exact = times.exact[n]
         else:
-            out.itl_ns.append(arrival - prev_ns)
+            out.text_gaps_ns.append(arrival - prev_ns)
+            out.text_gap_measured.append(times.read[n] != out.chunk_reads[-1])
+        out.chunk_times_ns.append(arrival)
+        out.chunk_reads.append(times.read[n])
+        out.chunk_texts.append(text)
         prev_ns = arrival
     out.text, out.reasoning, out.tool_text = "".join(content), "".join(reasoning), "".join(tools)
     if capture.error is not None:
         out.error = capture.error
     elif not capture.saw_done:
         out.error = "stream ended without [DONE]"
-    elif out.ttft_ns is None or last_choice_ns is None:
+    elif out.ttft_text_ns is None or last_choice_ns is None:
         out.error = "stream carried no generated text"
     else:
         out.latency_ns = last_choice_ns - capture.start_ns
@@ -243,5 +295,5 @@ def chunk_token_counts(outcome: RequestOutcome, tokenizer: Any | None) -> list[f
                 scale = outcome.output_tokens / total
                 counts = [c * scale for c in counts]
             return counts
-    per = outcome.output_tokens / len(texts) if outcome.output_tokens else 1.0
+    per = outcome.output_tokens / len(texts) if outcome.output_tokens else 0.0  # never chunks
     return [per] * len(texts)

@@ -30,7 +30,7 @@ from benchlib.measure._connection import StreamCapture
 from benchlib.measure._datasets import file_prompts, random_prompts
 from benchlib.measure._loadgen import LoadPlan, run_load
 from benchlib.measure._metrics import summarize
-from benchlib.measure._request import RequestOutcome, build_body, chunk_token_counts
+from benchlib.measure._request import Prompt, RequestOutcome, build_body, chunk_token_counts
 
 __all__ = ["load_tokenizer", "measure", "read_requests", "requests_path"]
 
@@ -104,24 +104,55 @@ class _LineLog:
         os.close(self._fd)
 
 
+def _ms(ns: int | None) -> float | None:
+    return ns / _MS if ns is not None else None
+
+
 def _record(o: RequestOutcome, counts: list[float], first_ns: int) -> dict[str, Any]:
+    """One request's line: benchlib's TTFT with its bounds, the reference's view beside it."""
     tpot = None
-    if o.success and o.output_tokens > 1 and o.latency_ns is not None and o.ttft_ns is not None:
-        tpot = (o.latency_ns - o.ttft_ns) / (o.output_tokens - 1) / _MS
+    if o.success and o.output_tokens > 1 and o.latency_ns is not None \
+            and o.ttft_text_ns is not None:
+        tpot = (o.latency_ns - o.ttft_text_ns) / (o.output_tokens - 1) / _MS
     return {
         "index": o.index, "success": o.success, "error": o.error,
         "http_status": o.http_status, "response_id": o.response_id,
         "start_s": (o.start_ns - first_ns) / 1e9 if o.start_ns else None,
-        "ttft_ms": o.ttft_ns / _MS if o.ttft_ns is not None else None,
+        "queue_ms": o.queue_ns / _MS,
+        "ttft_ms": _ms(o.ttft_text_ns), "ttft_lower_ms": _ms(o.ttft_text_lower_ns),
+        "ttft_exact": o.ttft_text_exact,
+        "ttft_first_choice_ms": _ms(o.ttft_ns),
         "tpot_ms": tpot,
-        "e2el_ms": o.latency_ns / _MS if o.latency_ns is not None else None,
+        "e2el_ms": _ms(o.latency_ns),
         "itl_ms": [g / _MS for g in o.itl_ns],
+        "itl_text_only_ms": [g / _MS for g, m in zip(o.text_gaps_ns, o.text_gap_measured,
+                                                     strict=True) if m],
+        "coalesced_gaps": o.coalesced_gaps,
         "chunk_tokens": counts,
         "prompt_len": o.prompt_len, "server_prompt_tokens": o.server_prompt_tokens,
-        "output_tokens": o.output_tokens, "output_tokens_source": o.output_tokens_source,
-        "finish_reason": o.finish_reason, "clock": "kernel" if o.kernel_clock else "userspace",
+        "output_tokens": o.output_tokens if o.output_tokens_source != "none" else None,
+        "output_tokens_source": o.output_tokens_source,
+        "finish_reason": o.finish_reason, "clock": o.clock, "clock_stepped": o.clock_stepped,
         "generated_text": o.text, "reasoning_text": o.reasoning, "tool_call_text": o.tool_text,
     }
+
+
+#: the named error of a request whose output length cannot be known
+NO_TOKEN_COUNT = ("output tokens unknown: the server sent no usage and no tokenizer was "
+                  "given (pass --tokenizer, or ask the server for usage)")
+
+
+def _probe_usage(cfg: MeasureConfig, body: bytes, api_key: str | None) -> None:
+    """Without a tokenizer, output tokens can only come from the server's usage: ask once,
+    before the run, whether it sends one, and refuse to start if it answers without."""
+    plan = LoadPlan(base_url=cfg.base_url, kind=cfg.endpoint, max_concurrency=1,
+                    request_timeout=min(cfg.request_timeout, 120.0), api_key=api_key)
+    outcomes, _ = _run_coroutine(run_load([body], [0], plan, [], lambda o, c: None))
+    probe = outcomes[0]
+    if probe.success and probe.output_tokens_source == "none":
+        raise UsageError("--tokenizer", f"{cfg.base_url} streams no usage (stream_options."
+                         "include_usage), so output tokens can only be counted with the "
+                         "model's tokenizer: pass --tokenizer PATH")
 
 
 def measure(cfg: MeasureConfig, api_key: str | None = None,
@@ -141,6 +172,11 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
     bodies = [build_body(p, cfg.endpoint, cfg.model, ignore_eos=cfg.ignore_eos,
                          sampling=cfg.sampling) for p in prompts]
     warmups = [bodies[0]] * cfg.num_warmups  # as the reference: the first prompt, N times
+    if tokenizer is None:
+        first = prompts[0]
+        _probe_usage(cfg, build_body(Prompt(first.prompt, first.prompt_len, 1),
+                                     cfg.endpoint, cfg.model, ignore_eos=cfg.ignore_eos,
+                                     sampling=cfg.sampling), api_key)
     plan = LoadPlan(base_url=cfg.base_url, kind=cfg.endpoint, max_concurrency=cfg.max_concurrency,
                     request_rate=cfg.request_rate, burstiness=cfg.burstiness,
                     num_warmups=cfg.num_warmups, request_timeout=cfg.request_timeout,
@@ -158,9 +194,13 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
 
     def on_outcome(o: RequestOutcome, capture: StreamCapture) -> None:
         # may run in a worker thread (huge outputs): tokenize outside the lock, write inside
-        if o.success and o.output_tokens_source == "none" and tokenizer is not None:
-            o.output_tokens = len(tokenizer(o.generated, add_special_tokens=False)["input_ids"])
-            o.output_tokens_source = "tokenizer"
+        if o.success and o.output_tokens_source == "none":
+            if tokenizer is not None:
+                o.output_tokens = len(tokenizer(o.generated,
+                                                add_special_tokens=False)["input_ids"])
+                o.output_tokens_source = "tokenizer"
+            else:  # never a silent 0: the request fails with the reason
+                o.success, o.error = False, NO_TOKEN_COUNT
         chunk_counts = chunk_token_counts(o, tokenizer) if o.success else []
         with lock:
             counts[o.index] = chunk_counts
@@ -189,15 +229,16 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
     }
     result.update(summarize(outcomes, [counts[o.index] for o in outcomes],
                             duration_ns=duration_ns, percentiles=cfg.percentiles,
-                            goodput=dict(cfg.goodput)))
-    stamped = all(o.kernel_clock for o in outcomes if o.success)
-    result["clock"] = "kernel" if stamped else "userspace"
+                            goodput=dict(cfg.goodput), max_concurrency=cfg.max_concurrency,
+                            request_rate=cfg.request_rate))
+    result["clock"] = result["timing"]["clock"]
     result["benchlib"] = {
         "input_len": cfg.input_len, "output_len": cfg.output_len, "dataset": cfg.dataset,
         "random_range_ratio": cfg.random_range_ratio, "range_ratio_mode": cfg.range_ratio_mode,
         "num_warmups": cfg.num_warmups, "seed": cfg.seed, "percentiles": list(cfg.percentiles),
         "goodput": dict(cfg.goodput), "base_url": cfg.base_url,
-        "requests_jsonl": str(requests_path(cfg.result_json)) if cfg.result_json else None,
+        # beside the result JSON: the folder can be moved
+        "requests_jsonl": requests_path(cfg.result_json).name if cfg.result_json else None,
     }
     if cfg.result_json is not None:
         tmp = cfg.result_json.with_suffix(cfg.result_json.suffix + ".tmp")

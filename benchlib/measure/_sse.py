@@ -58,6 +58,13 @@ class SSEDecoder:
         self._buf = buf[start:]
         return events
 
+    @property
+    def pending(self) -> bool:
+        """Whether bytes of an event not yet complete are held (a line, or data lines
+        waiting for their blank line): then the last event returned was not the last thing
+        its read carried."""
+        return bool(self._buf or self._parts or self._has_data)
+
     def close(self) -> list[bytes]:
         """End of stream: a trailing unterminated line is processed; an undispatched event is
         dropped, as the standard says."""

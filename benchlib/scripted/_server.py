@@ -50,11 +50,19 @@ _WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hote
 
 
 def _prompt_chars(payload: dict[str, Any]) -> int:
+    """Characters of the prompt's text: a completions prompt, or the text of every chat
+    message (a string, or OpenAI content parts), however the client shaped the messages."""
     prompt = payload.get("prompt")
     if isinstance(prompt, str):
         return len(prompt)
-    return sum(len(str(m.get("content", ""))) for m in payload.get("messages") or ()
-               if isinstance(m, dict))
+    chars = 0
+    for m in payload.get("messages") or ():
+        content = m.get("content", "") if isinstance(m, dict) else ""
+        if isinstance(content, list):
+            chars += sum(len(str(p.get("text", ""))) for p in content if isinstance(p, dict))
+        else:
+            chars += len(str(content))
+    return chars
 
 
 def _wake(fut: asyncio.Future[None]) -> None:
@@ -311,7 +319,7 @@ class ScriptedServer:
         if chat and cfg.role_chunk:
             role = {**base, "choices": [{"index": 0, "delta": {"role": "assistant",
                                                                 "content": ""}}]}
-            await self._event(peer, role)
+            row["role_write_ns"] = await self._event(peer, role)
         t0 = arrival / 1e9
         chunks = [(i, min(i + k, n)) for i in range(0, n, k)]
         cut = max(1, len(chunks) // 2)  # content chunks sent before a mid-stream fault
@@ -335,7 +343,7 @@ class ScriptedServer:
             return
         options = payload.get("stream_options") or {}
         if cfg.usage and isinstance(options, dict) and options.get("include_usage"):
-            prompt_tokens = len(str(payload.get("prompt") or payload.get("messages") or "")) // 4
+            prompt_tokens = _prompt_chars(payload) // 4 + 1  # never the dataset's count
             await self._event(peer, {**base, "choices": [], "usage": {
                 "prompt_tokens": prompt_tokens, "completion_tokens": n,
                 "total_tokens": prompt_tokens + n}})

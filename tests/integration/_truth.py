@@ -28,3 +28,18 @@ def errors_vs_truth(requests_jsonl: Path, truth_jsonl: Path) -> dict[str, float]
             tpot_err.append(r["tpot_ms"] - (te2e - tt) / (n - 1))
     return {"ttft": statistics.median(ttft_err), "tpot": statistics.median(tpot_err),
             "true_ttft": statistics.median(true_ttft)}
+
+
+def bracket_coverage(requests_jsonl: Path, truth_jsonl: Path, slack_ms: float = 0.2) -> float:
+    """Fraction of successful requests whose true TTFT lies in [ttft_lower_ms, ttft_ms],
+    each end widened by ``slack_ms``."""
+    truth = {t["id"]: t for t in load_jsonl(truth_jsonl)}
+    inside = total = 0
+    for r in load_jsonl(requests_jsonl):
+        if not r["success"]:
+            continue
+        t = truth[r["response_id"]]
+        tt = (t["content_writes_ns"][0] - t["arrival_ns"]) / 1e6
+        total += 1
+        inside += r["ttft_lower_ms"] - slack_ms <= tt <= r["ttft_ms"] + slack_ms
+    return inside / total if total else 0.0

@@ -74,7 +74,7 @@ def check_successes_against_truth(records: list[dict[str, Any]], truth_path: Pat
         writes = t["content_writes_ns"]
         assert r["output_tokens"] == t["completion_tokens"] == OUTPUT_LEN
         assert r["output_tokens_source"] == "usage"
-        assert len(r["itl_ms"]) == len(writes) - 1
+        assert len(r["itl_text_only_ms"]) + r["coalesced_gaps"] == len(writes) - 1
         assert abs(r["ttft_ms"] - (writes[0] - t["arrival_ns"]) / 1e6) < ttft_tol_ms, r
         if t.get("fault") != "huge-chunk":
             assert abs(r["e2el_ms"] - (writes[-1] - t["arrival_ns"]) / 1e6) < ttft_tol_ms, r

@@ -20,7 +20,7 @@ import pytest
 
 from benchlib.measure import read_requests, requests_path
 
-from ._truth import load_jsonl
+from ._truth import bracket_coverage, load_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
 STREAMS = 1024
@@ -31,15 +31,14 @@ def _soft_1024() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def _server(tmp_path: Path, ttft_ms: str, itl_ms: str) -> Iterator[tuple[str, Path]]:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < STREAMS + 200:
         pytest.skip(f"the hard open-file limit ({hard}) is below {STREAMS} streams")
     truth = tmp_path / "truth.jsonl"
     proc = subprocess.Popen(
         [sys.executable, "-m", "benchlib", "scripted-server", "--port", "0", "--truth",
-         str(truth), "--ttft-ms", "150", "--itl-ms", "25"],
+         str(truth), "--ttft-ms", ttft_ms, "--itl-ms", itl_ms],
         stdout=subprocess.PIPE, text=True, cwd=REPO, preexec_fn=_soft_1024)
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -49,6 +48,16 @@ def server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    yield from _server(tmp_path, "150", "25")
+
+
+@pytest.fixture
+def fast_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    yield from _server(tmp_path, "100", "2")
 
 
 @pytest.mark.parametrize("num_prompts", [STREAMS, 2 * STREAMS])
@@ -66,7 +75,7 @@ def test_1024_concurrent_streams(server: tuple[str, Path], tmp_path: Path, tiny_
     result = json.loads(out.read_text())
     assert result["errors"] == [""] * num_prompts
     assert (result["completed"], result["failed"]) == (num_prompts, 0)
-    assert result["max_concurrent_requests"] == STREAMS  # all 1,024 really were in flight
+    assert result["peak_concurrent_requests"] == STREAMS  # all 1,024 really were in flight
     assert result["total_output_tokens"] == 12 * num_prompts
     # and still on the wire's truth: median TTFT error per request well under a millisecond
     rows = {t["id"]: t for t in load_jsonl(truth)}
@@ -76,3 +85,29 @@ def test_1024_concurrent_streams(server: tuple[str, Path], tmp_path: Path, tiny_
         errors.append(r["ttft_ms"] - (t["content_writes_ns"][0] - t["arrival_ns"]) / 1e6)
     assert len(errors) == num_prompts
     assert abs(statistics.median(errors)) < 1.0, statistics.median(errors)
+
+
+def test_1024_streams_2ms_apart_bound_every_ttft(fast_server: tuple[str, Path],
+                                                  tmp_path: Path, tiny_model: Path) -> None:
+    """More chunks per second than one process reads promptly: events merge into one read,
+    so stamps become bounds. The truth must lie inside them, and the run must say it was
+    client-bound, on the console too."""
+    url, truth = fast_server
+    out = tmp_path / "fast.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchlib", "measure", "--base-url", url, "--model", "scripted",
+         "--tokenizer", str(tiny_model), "--input-len", "16", "--output-len", "24",
+         "--num-prompts", str(STREAMS), "--max-concurrency", str(STREAMS),
+         "--result-json", str(out), "--disable-tqdm"],
+        capture_output=True, text=True, timeout=180, cwd=REPO, preexec_fn=_soft_1024)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["completed"] == STREAMS
+    assert bracket_coverage(requests_path(out), truth, slack_ms=0.2) >= 0.99
+    timing = result["timing"]
+    assert timing["client_bound"] is True and timing["p99_read_lag_ms"] > 1.0, timing
+    assert "client-bound" in proc.stdout
+    # a gap between two events of one read is never reported as an ITL
+    records = read_requests(requests_path(out))
+    assert sum(r["coalesced_gaps"] for r in records) == timing["coalesced_gaps"] > 0
+    assert all(len(r["itl_text_only_ms"]) + r["coalesced_gaps"] == 23 for r in records)

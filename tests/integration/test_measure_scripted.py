@@ -18,14 +18,15 @@ import pytest
 
 from benchlib.measure import MeasureConfig, measure
 
-from ._truth import errors_vs_truth, load_jsonl
+from ._truth import bracket_coverage, errors_vs_truth, load_jsonl
 
 VLLM_KEYS = {
     "completed", "failed", "duration", "total_input_tokens", "total_output_tokens",
     "request_throughput", "output_throughput", "total_token_throughput", "input_lens",
     "output_lens", "ttfts", "itls", "errors", "max_output_tokens_per_s",
     "max_concurrent_requests", "request_goodput", "max_concurrency", "request_rate",
-    "burstiness", "num_prompts", "model_id", "date", "backend",
+    "burstiness", "num_prompts", "model_id", "date", "backend", "endpoint_type", "label",
+    "tokenizer_id", "latencies", "start_times", "queue_times", "generated_texts", "rtfx",
 }
 
 
@@ -49,7 +50,7 @@ def test_ttft_and_tpot_match_the_wire(scripted: Callable[..., Any], tmp_path: Pa
     err = errors_vs_truth(out.with_name(out.stem + ".requests.jsonl"), server.truth)
     assert abs(err["ttft"]) < ttft_tol, err
     assert abs(err["tpot"]) < 0.2, err
-    assert result["max_concurrent_requests"] <= concurrency
+    assert result["peak_concurrent_requests"] <= concurrency
 
 
 def test_multi_token_chunks_are_not_tokens(scripted: Callable[..., Any], tmp_path: Path,
@@ -64,6 +65,22 @@ def test_multi_token_chunks_are_not_tokens(scripted: Callable[..., Any], tmp_pat
     # tokenizer other than the server's splits unevenly; the mean still holds)
     assert result["mean_itl_per_token_ms"] == pytest.approx(result["mean_itl_ms"] / 3,
                                                            rel=0.1)
+
+
+def test_timing_self_check_at_concurrency_1(scripted: Callable[..., Any], tmp_path: Path,
+                                            tiny_model: Path) -> None:
+    """One stream at a time: every TTFT is an exact kernel stamp, on the wire's truth."""
+    server = scripted("--ttft-ms", "20", "--itl-ms", "5")
+    result, out = run(server, tmp_path, tiny_model, max_concurrency=1, num_prompts=40,
+                      output_len=8, num_warmups=2)
+    timing = result["timing"]
+    assert timing["clock"] == "kernel" and timing["stamped_read_fraction"] == 1.0
+    assert timing["exact_ttft_fraction"] >= 0.99, timing
+    assert timing["client_bound"] is False and timing["clock_stepped_requests"] == 0
+    jsonl = out.with_name(out.stem + ".requests.jsonl")
+    assert abs(errors_vs_truth(jsonl, server.truth)["ttft"]) < 0.1
+    # the truth is when the server's send returned: at most a fraction of a ms after arrival
+    assert bracket_coverage(jsonl, server.truth, slack_ms=0.5) == 1.0
 
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])

@@ -1,0 +1,137 @@
+"""How far each arrival time can be trusted: per-event bounds and the run's timing self-check.
+
+A ``recvmsg`` returns every byte queued on the socket, and its kernel stamp is the arrival of
+the *newest* segment among them (:mod:`benchlib._wire`). So an SSE event's stamp is exact only
+when the event's last byte is the last byte of the read that carried it; when a later event's
+bytes came in the same read (the client read late, or the server sent two events at once) the
+stamp is only an upper bound, and the previous read's stamp (or the send, for the first read)
+is a lower bound: bytes not in that read reached the socket after its newest segment.
+
+Reads without a kernel stamp (other systems, or a socket that refused the option) are timed
+when Python read them: an upper bound too, with the previous read as the lower bound. A clock
+step between the request's start and end (NTP ``makestep``; kernel stamps are
+``CLOCK_REALTIME``) is caught by re-taking the realtime→monotonic offset at the end, and by
+stamps that fall outside [send, read]: such a request is timed from its read times instead,
+and flagged.
+
+The run's ``timing`` block says which clock timed it, how many TTFTs are exact, how wide the
+bounds are, how late the client read the sockets, and whether the client — not the server —
+limited the accuracy (``client_bound``), with what to do about it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from benchlib.measure._connection import StreamCapture
+
+__all__ = ["CLIENT_LAG_MS", "EventTimes", "event_times", "timing_summary"]
+
+#: a read more than this late (user-space read − kernel stamp) at the 99th percentile means
+#: the client, not the server, set the accuracy: events coalesce into one read from there on
+CLIENT_LAG_MS = 1.0
+#: offset drift tolerated between a request's start and end before it counts as a clock step:
+#: the measuring error of the offset plus NTP's maximum slew (500 ppm) over the request
+_STEP_TOLERANCE_NS = 1_000_000
+_MAX_SLEW = 500e-6
+_MS = 1e6
+
+ClockKind = Literal["kernel", "userspace"]
+
+
+@dataclass(slots=True)
+class EventTimes:
+    """Per SSE event of one capture: arrival (upper bound), lower bound, exactness, read."""
+
+    upper: list[int] = field(default_factory=list)
+    lower: list[int] = field(default_factory=list)
+    exact: list[bool] = field(default_factory=list)
+    read: list[int] = field(default_factory=list)
+    #: the clock the upper bounds come from
+    clock: ClockKind = "userspace"
+    #: the offset moved or stamps fell outside [send, read]: times are the read times
+    clock_stepped: bool = False
+    #: user-space read time − kernel stamp, per stamped read (ns)
+    read_lags: list[int] = field(default_factory=list)
+    reads: int = 0
+    stamped_reads: int = 0
+
+
+def _stepped(capture: StreamCapture) -> bool:
+    span = max(0, (capture.end_ns or capture.start_ns) - capture.start_ns)
+    allowed = _STEP_TOLERANCE_NS + _MAX_SLEW * span
+    return capture.clamped_reads > 0 or abs(capture.clock_drift_ns) > allowed
+
+
+def event_times(capture: StreamCapture) -> EventTimes:
+    """The bounds of every event's arrival in ``capture`` (see the module docstring).
+
+    A capture built without read records (tests, other producers) has one read per event,
+    each exact at its recorded time.
+    """
+    n = len(capture.events)
+    out = EventTimes()
+    if len(capture.event_read) != n or len(capture.read_times) == 0:
+        out.upper = [t for t, _ in capture.events]
+        out.lower = list(out.upper)
+        out.exact = [True] * n
+        out.read = list(range(n))
+        out.clock = "kernel" if capture.kernel_clock else "userspace"
+        return out
+    stamped = capture.read_stamped
+    out.reads = len(capture.read_times)
+    out.stamped_reads = sum(stamped)
+    out.clock_stepped = out.stamped_reads > 0 and _stepped(capture)
+    use_kernel = out.stamped_reads == out.reads and not out.clock_stepped
+    times = capture.read_times if not out.clock_stepped else capture.read_user
+    out.clock = "kernel" if use_kernel else "userspace"
+    if not out.clock_stepped:
+        out.read_lags = [u - t for t, u, s in zip(capture.read_times, capture.read_user, stamped,
+                                                  strict=True) if s]
+    for e in range(n):
+        r = capture.event_read[e]
+        upper = times[r]
+        exact = capture.event_exact[e] and stamped[r] and not out.clock_stepped
+        out.upper.append(upper)
+        out.lower.append(upper if exact else (times[r - 1] if r > 0 else capture.start_ns))
+        out.exact.append(exact)
+        out.read.append(r)
+    return out
+
+
+def _pct(values: Sequence[float], p: float) -> float | None:
+    return float(np.percentile(np.asarray(values, dtype=np.float64), p)) if values else None
+
+
+def timing_summary(ttft_bounds: Sequence[tuple[int, int, bool]], clocks: Sequence[ClockKind],
+                   stepped: int, read_lags_ns: Sequence[int], reads: int, stamped_reads: int,
+                   coalesced_gaps: int) -> dict[str, Any]:
+    """The run's ``timing`` block.
+
+    ``ttft_bounds`` holds ``(upper_ns, lower_ns, exact)`` of each successful request's first
+    text event; ``clocks`` the clock each successful request was timed with.
+    """
+    kinds = set(clocks)
+    clock: str = "mixed" if len(kinds) > 1 else (kinds.pop() if kinds else "none")
+    widths = [(u - lo) / _MS for u, lo, _ in ttft_bounds]
+    lags_ms = [g / _MS for g in read_lags_ns]
+    p99_lag = _pct(lags_ms, 99)
+    client_bound: bool | None = None if p99_lag is None else p99_lag > CLIENT_LAG_MS
+    return {
+        "clock": clock,
+        "stamped_read_fraction": stamped_reads / reads if reads else None,
+        "exact_ttft_fraction": (sum(e for _, _, e in ttft_bounds) / len(ttft_bounds)
+                                if ttft_bounds else None),
+        "p50_ttft_uncertainty_ms": _pct(widths, 50),
+        "p99_ttft_uncertainty_ms": _pct(widths, 99),
+        "max_ttft_uncertainty_ms": max(widths) if widths else None,
+        "p99_read_lag_ms": p99_lag,
+        "client_bound": client_bound,
+        "client_lag_limit_ms": CLIENT_LAG_MS,
+        "coalesced_gaps": coalesced_gaps,
+        "clock_stepped_requests": stepped,
+    }
