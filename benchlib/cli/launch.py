@@ -1,5 +1,10 @@
 """``benchlib launch PARAMS``: start a recipe's engine and keep it up until Ctrl-C
-(``--dry-run``: print the exact command line and start nothing)."""
+(``--dry-run``: print the exact command line and start nothing).
+
+Every secret of the recipe (the API key, the hub token, each ``${NAME}`` of ``engine.args``)
+is filtered out of the engine's log as it is written, so neither the log nor the log tail an
+error prints holds a value; the log is scrubbed once more when the engine stops.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchlib._secrets import scrub_text
+    from benchlib._secrets import recipe_secrets, scrub_file
     from benchlib.engines import (
         EngineError,
         EngineProcess,
@@ -42,9 +47,10 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         return 0
     api_key = os.environ.get(recipe.engine.api_key_env) if recipe.engine.api_key_env else None
+    secrets = recipe_secrets(recipe)
     engine = EngineProcess(plan.resolved_argv(), log_path=args.log, ready_url=plan.ready_url,
                            env=plan.env, ready_timeout=recipe.engine.ready_timeout_s,
-                           api_key=api_key)
+                           api_key=api_key, secrets=secrets)
     try:
         with engine:
             facts = parse_engine_log(args.log.read_text(errors="replace"))
@@ -54,10 +60,8 @@ def run(args: argparse.Namespace) -> int:
             while engine.proc is not None and engine.proc.poll() is None:
                 time.sleep(1)
             code = engine.proc.returncode if engine.proc is not None else 0
-    finally:  # the engine may have printed its arguments, key included
-        if api_key and args.log.is_file():
-            text = args.log.read_text(errors="replace")
-            args.log.write_text(scrub_text(text, [api_key]))
+    finally:  # filtered as written; once more in case the file was appended to elsewhere
+        scrub_file(args.log, secrets)
     if code:
         raise EngineError(f"the engine exited with code {code}; log {args.log}")
     return 0

@@ -5,6 +5,12 @@ forked; :meth:`EngineProcess.stop` sends SIGTERM to the group, then SIGKILL afte
 period, and runs on success, failure, timeout and Ctrl-C alike (context manager). When the
 engine dies or never becomes ready, :class:`EngineError` carries the log's tail and, for
 failures the log parser recognises, what to do.
+
+Given ``secrets``, the engine's output does not go to the log file directly: a thread reads
+it from a pipe and writes it through a :class:`~benchlib._secrets.SecretFilter`, so a value
+the engine prints (vLLM logs its arguments, ``--api-key`` included) never reaches the disk,
+even when the runner is killed before it could scrub anything. (An engine that outlives a
+killed runner then meets a closed pipe the next time it writes, and stops.)
 """
 
 from __future__ import annotations
@@ -13,12 +19,14 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
 from benchlib._exceptions import BenchlibError
+from benchlib._secrets import SecretFilter
 from benchlib.engines._logparse import parse_engine_log
 from benchlib.engines._ready import http_ok
 
@@ -39,34 +47,65 @@ class EngineError(BenchlibError):
         super().__init__(text)
 
 
+def _pump(source: int, log_path: Path, secrets: SecretFilter) -> None:
+    """Copy the engine's output from the pipe ``source`` to ``log_path`` through ``secrets``
+    until every writer has closed the pipe."""
+    with log_path.open("ab", buffering=0) as log:
+        try:
+            while chunk := os.read(source, 65536):
+                log.write(secrets.feed(chunk))
+        finally:
+            log.write(secrets.flush())
+            os.close(source)
+
+
 class EngineProcess:
     """Start ``argv`` with its output in ``log_path``; ready when ``ready_url`` answers 200
-    (the one-token check is 02_launch's, with the API key the recipe names)."""
+    (the one-token check is 02_launch's, with the API key the recipe names). ``secrets``:
+    values replaced by ``***`` before the output reaches the log."""
 
     def __init__(self, argv: Sequence[str], *, log_path: Path, ready_url: str,
                  env: Mapping[str, str] | None = None, ready_timeout: float = 600.0,
-                 api_key: str | None = None) -> None:
+                 api_key: str | None = None, secrets: Sequence[str] = ()) -> None:
         self.argv = list(argv)
         self.log_path = log_path
         self.ready_url = ready_url
         self.env = dict(env or {})
         self.ready_timeout = ready_timeout
         self.api_key = api_key
+        self.secrets = list(secrets)
         self.proc: subprocess.Popen[bytes] | None = None
         self.startup_s: float | None = None
         self._t0 = 0.0
+        self._log_thread: threading.Thread | None = None
+
+    @property
+    def pgid(self) -> int | None:
+        """The engine's process group (its leader's pid: it runs in a session of its own)."""
+        return self.proc.pid if self.proc is not None else None
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._t0 = time.perf_counter()
-        with self.log_path.open("ab") as log:
-            try:
-                self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
-                                             stdin=subprocess.DEVNULL, start_new_session=True,
-                                             env={**os.environ, **self.env})
-            except OSError as exc:
-                raise EngineError(f"cannot start {self.argv[0]}: {exc.strerror or exc}"
-                                  ) from None
+        log_filter = SecretFilter(self.secrets)
+        read_end, write_end = os.pipe()
+        try:
+            self.proc = subprocess.Popen(self.argv, stdout=write_end, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True,
+                                         env={**os.environ, **self.env})
+        except OSError as exc:
+            os.close(read_end)
+            raise EngineError(f"cannot start {self.argv[0]}: {exc.strerror or exc}") from None
+        finally:
+            os.close(write_end)  # the engine holds it now; EOF comes when its group is gone
+        self._log_thread = threading.Thread(target=_pump, name="engine-log", daemon=True,
+                                            args=(read_end, self.log_path, log_filter))
+        self._log_thread.start()
+
+    def wait_log(self, timeout: float = 5.0) -> None:
+        """Wait until the engine's output so far is in the log (after it exited)."""
+        if self._log_thread is not None:
+            self._log_thread.join(timeout)
 
     def log_tail(self, lines: int = 30) -> str:
         try:
@@ -76,6 +115,8 @@ class EngineProcess:
         return "\n".join(text.splitlines()[-lines:])
 
     def _error(self, message: str) -> EngineError:
+        if self.proc is not None and self.proc.poll() is not None:
+            self.wait_log(timeout=2.0)
         try:
             text = self.log_path.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -113,6 +154,8 @@ class EngineProcess:
                 os.killpg(proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)  # a process stuck in the driver may never be reaped
+            # a worker that left the group may still hold the pipe: do not wait for it long
+            self.wait_log(timeout=5.0)
 
     def __enter__(self) -> EngineProcess:
         self.start()

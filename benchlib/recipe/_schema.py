@@ -146,6 +146,11 @@ class Scenario(_Strict):
         default_factory=list,
         description="long-context ramp: one request per input length, in order, at "
                     "concurrency 1, stopping at the first failure (seed 003's test)")
+    max_failed_fraction: float = Field(
+        0.0, ge=0.0, le=1.0,
+        description="failed requests a concurrency may have, as a fraction of those sent, "
+                    "and still count as done (a resumed run measures it again otherwise; "
+                    "the step fails); 0: any failure is measured again")
 
     @model_validator(mode="after")
     def _shape(self) -> Scenario:

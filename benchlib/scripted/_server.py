@@ -3,8 +3,9 @@
 It answers ``/v1/completions`` and ``/v1/chat/completions`` (streamed or not), ``/v1/models``
 and ``/health`` on raw sockets. Each request's arrival is the kernel's receive stamp of its
 first bytes; each SSE event is written as its own chunk at ``arrival + ttft + k × itl`` and
-the time its ``send`` returned is recorded. On loopback that is the moment the bytes reached
-the client's socket, so the truth file it writes (one JSON line per request, keyed by the
+the time its ``send`` returned is recorded (``content_writes_ns``; when it began is
+``content_send_begin_ns``). On loopback the bytes reach the client's socket between the two
+(usually microseconds apart; a server descheduled after the copy widens it), so the truth file it writes (one JSON line per request, keyed by the
 response ``id``) is what a perfect client would measure. Clients under test are compared with
 it, never with the configured knobs. (While the client's receive buffer is full, e.g. behind
 a multi-megabyte chunk it has not read yet, ``send`` returns once the bytes are in the
@@ -110,6 +111,7 @@ class _Peer:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=1 << 24)
         self.chunked = False
+        self.last_send_begin_ns = 0
 
     async def recv(self) -> tuple[bytes, int]:
         """Next bytes from the client and the perf_counter_ns time they arrived."""
@@ -146,7 +148,10 @@ class _Peer:
         return await self.write(h11.Data(data=data))
 
     async def send(self, data: bytes) -> int:
-        """Send ``data`` whole; return perf_counter_ns when the kernel had all of it."""
+        """Send ``data`` whole; return perf_counter_ns when the kernel had all of it (and keep
+        when the send began in :attr:`last_send_begin_ns`: the bytes reached the client's
+        socket between the two)."""
+        self.last_send_begin_ns = time.perf_counter_ns()
         try:
             sent = self.sock.send(data)
         except BlockingIOError:
@@ -291,7 +296,9 @@ class ScriptedServer:
             "max_completion_tokens") or cfg.default_max_tokens)
         k = cfg.tokens_per_chunk
         writes: list[int] = []
+        begins: list[int] = []
         row: dict[str, Any] = {"id": rid, "arrival_ns": arrival, "content_writes_ns": writes,
+                               "content_send_begin_ns": begins,
                                "completion_tokens": n, "tokens_per_chunk": k,
                                "kernel_clock": peer.kernel_clock}
         if fault is not None:
@@ -338,6 +345,7 @@ class ScriptedServer:
             if fault == "empty-choices":
                 await peer.event(empty)
             writes.append(await peer.event(event))
+            begins.append(peer.last_send_begin_ns)
         if fault in _MID_STREAM and cut == len(chunks) and await self._mid_stream(
                 peer, fault, row):
             return

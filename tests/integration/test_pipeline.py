@@ -1,14 +1,18 @@
 """``benchlib run`` end to end against the scripted server (an ``endpoint`` engine): dated
-outputs, executed notebooks, sidecars with provenance, resume, timeouts, engine failures,
-and no secret in anything written."""
+outputs, executed notebooks, sidecars with provenance, folders that can be moved, resume,
+timeouts, engine failures and teardown (checked by process group), and no secret in
+anything written or echoed, even when the runner is killed."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -77,6 +81,17 @@ def test_run_writes_notebooks_sidecars_and_provenance(
     # a second run of the finished recipe never overwrites: it gets its own folder
     assert run(path, tmp_path / "out").returncode == 0
     assert (day(tmp_path / "out") / "t-2" / "03_measure.json").is_file()
+    # the folder can be moved: nothing in it names where it was
+    moved = shutil.move(run_dir, tmp_path / "shared" / "t")
+    old = [str(run_dir), str(tmp_path / "out")]
+    records = [f for f in Path(moved).rglob("*") if f.suffix in (".json", ".ipynb", ".jsonl")]
+    assert {f.name for f in records} >= {"run.json", "recipe.json", "03_measure.json",
+                                         "03_measure.ipynb", "chat-c4.json"}
+    for file in records:
+        text = file.read_text()
+        assert not any(o in text for o in old), (file, [o for o in old if o in text])
+    nb = json.loads((Path(moved) / "03_measure.ipynb").read_text())["metadata"]["papermill"]
+    assert nb["output_path"] == "03_measure.ipynb" and nb["parameters"]["run_dir"] == "."
 
 
 def test_resume_after_a_failed_launch_keeps_the_failed_attempt(
@@ -120,9 +135,31 @@ def test_cell_timeout_is_reported_as_timeout(scripted: Callable[..., Any], tmp_p
     assert (run_dir / "03_measure.ipynb").is_file()
 
 
-def _alive(marker: str) -> bool:
-    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
-    return bool(out.stdout.strip())
+def _group_members(pgid: int) -> list[int]:
+    """The live processes (zombies aside: they wait for a reaper, holding nothing) of the
+    process group ``pgid``."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(stat.parent.name))
+    return members
+
+
+def _assert_group_gone(pgid: int) -> None:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return
+    assert _group_members(pgid) == [], f"process group {pgid} outlived the run"
+
+
+def _write_pgid(pgid_file: Path) -> str:
+    """A shell line that writes the process group it runs in (the engine's) to a file."""
+    return f"{sys.executable} -c 'import os; print(os.getpgid(0))' > \"{pgid_file}\"\n"
 
 
 def test_engine_that_exits_fails_the_step_with_log_and_hint(tmp_path: Path,
@@ -143,17 +180,24 @@ def test_engine_that_exits_fails_the_step_with_log_and_hint(tmp_path: Path,
 
 
 def test_engine_that_hangs_is_torn_down(tmp_path: Path, tiny_model: Path) -> None:
-    marker = f"benchlib-hang-{os.getpid()}"
-    exe = tmp_path / marker
-    exe.write_text("#!/bin/sh\n(sleep 300) &\nexec sleep 300\n")
+    """Every process of the group the runner started is gone: the leader and a child it
+    left in the background (the group id is the one the engine itself saw)."""
+    pgid_file = tmp_path / "engine.pgid"
+    exe = tmp_path / "hangs"
+    exe.write_text("#!/bin/sh\n" + _write_pgid(pgid_file) + "(sleep 300) &\nexec sleep 300\n")
     exe.chmod(0o755)
     engine = f'{{kind: openjet, executable: "{exe}", ready_timeout_s: 3}}'
     proc = run(recipe(tmp_path, tiny_model, engine, "steps: [02_launch]\n"), tmp_path / "out")
     assert proc.returncode == 1
     sidecar = read_sidecar(day(tmp_path / "out") / "t" / "02_launch.json")
     assert sidecar.error is not None and "not ready after 3 s" in sidecar.error.evalue
-    assert not _alive(marker)
-    assert not _alive("sleep 300")
+    pgid = int(pgid_file.read_text())
+    assert f"engine process group {pgid}" in proc.stdout
+    try:
+        _assert_group_gone(pgid)
+    finally:
+        if _group_members(pgid):
+            os.killpg(pgid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("bad", ["name: t\n", "{", ""])
@@ -188,7 +232,8 @@ steps: [02_launch, 03_measure]
 """)
     proc = run(path, tmp_path / "out")
     assert proc.returncode == 1
-    sidecar = read_sidecar(day(tmp_path / "out") / "t" / "03_measure.json")
+    run_dir = day(tmp_path / "out") / "t"
+    sidecar = read_sidecar(run_dir / "03_measure.json")
     ramp = sidecar.results["ramp/ramp"]
     assert ramp["max_completed_input_len"] == 128 and ramp["failed_at_input_len"] == 4096
     assert "connection" in ramp["error"] and ramp["engine_alive_after"] is False
@@ -197,6 +242,22 @@ steps: [02_launch, 03_measure]
     assert "after/c1" not in sidecar.results
     assert sidecar.status == "failed" and sidecar.error is not None
     assert sidecar.results["engine_exit"]["code"] == 3
+
+    # resumed: the ramp found its limit (a result, not re-run into another crash); the new
+    # engine process gets its own 02_launch (readiness token, sidecar), then the rest runs
+    second = run(path, tmp_path / "out")
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-2000:]
+    assert "ramp/ramp: done in an earlier attempt, skipped" in second.stdout
+    assert "ramp/ramp: input" not in second.stdout
+    launch = read_sidecar(run_dir / "02_launch.json")
+    measure = read_sidecar(run_dir / "03_measure.json")
+    assert launch.status == "ok" and measure.status == "ok", measure.error
+    assert read_sidecar(run_dir / "02_launch.attempt-1.json").status == "ok"
+    assert launch.params["base_url"] == measure.params["base_url"]  # the same, new engine
+    assert launch.provenance.engine.startup_s is not None
+    assert measure.results["ramp/ramp"] == ramp
+    assert measure.results["after/c1"]["completed"] == 8
+    assert (run_dir / "engine.attempt-1.log").is_file()
 
 
 def test_engine_secrets_never_reach_log_sidecar_or_notebook(tmp_path: Path,
@@ -224,3 +285,76 @@ exec {sys.executable} -m benchlib scripted-server --port "$PORT" --ttft-ms 1 --i
         if file.is_file():
             assert SECRET.encode() not in file.read_bytes(), file
     assert SECRET not in proc.stdout + proc.stderr
+
+
+def test_kill_9_mid_measure_leaves_no_secret_on_disk_or_console(tmp_path: Path,
+                                                                tiny_model: Path) -> None:
+    """The runner gets no chance to scrub anything: the engine's log (not UTF-8, the key
+    printed whole and split across two writes), notebooks, sidecars and results on disk,
+    and everything echoed on the console, must already be clean."""
+    pgid_file, runtime = tmp_path / "engine.pgid", tmp_path / "jupyter-runtime"
+    leak = tmp_path / "leak.py"
+    leak.write_text("import os, sys, time\n"
+                    "key, out = os.environ['BENCH_API_KEY'].encode(), sys.stdout.buffer\n"
+                    "out.write(b'weights \\xff\\xfe loaded; key ' + key[:6]); out.flush()\n"
+                    "time.sleep(0.3)\n"
+                    "out.write(key[6:] + b' end\\n'); out.flush()\n")
+    exe = tmp_path / "chatty-engine"
+    exe.write_text("#!/bin/sh\n" + _write_pgid(pgid_file) + f"""echo "engine args: $@"
+{sys.executable} "{leak}"
+while [ $# -gt 0 ]; do case "$1" in --port) PORT=$2; shift;; esac; shift; done
+exec {sys.executable} -m benchlib scripted-server --port "$PORT" --ttft-ms 700 --itl-ms 5 \\
+     --model scripted
+""")
+    exe.chmod(0o755)
+    path = tmp_path / "t.yaml"
+    path.write_text(f"""\
+name: t
+model: {{id: scripted, local_path: "{tiny_model}"}}
+engine: {{kind: llamacpp, executable: "{exe}", args: ["--api-key", "${{BENCH_API_KEY}}"],
+          api_key_env: BENCH_API_KEY, ready_timeout_s: 60}}
+scenarios:
+  - {{name: chat, endpoint: chat, input_len: 16, output_len: 4, num_prompts: 40}}
+steps: [02_launch, 03_measure]
+""")
+    console = tmp_path / "console.txt"
+    run_dir = day(tmp_path / "out") / "t"
+    with console.open("wb") as sink:
+        runner = subprocess.Popen(
+            [sys.executable, "-m", "benchlib", "run", str(path), "--outputs",
+             str(tmp_path / "out")], stdout=sink, stderr=subprocess.STDOUT, cwd=REPO,
+            env={**os.environ, "BENCH_API_KEY": SECRET, "JUPYTER_RUNTIME_DIR": str(runtime)})
+    try:
+        deadline = time.monotonic() + 180
+        while not any(f.stat().st_size for f in (run_dir / "measure").glob("*.requests.jsonl")):
+            assert runner.poll() is None, console.read_text()[-3000:]
+            assert time.monotonic() < deadline, console.read_text()[-3000:]
+            time.sleep(0.2)
+        runner.send_signal(signal.SIGKILL)  # mid-measure: no finally, no scrub
+        runner.wait()
+        time.sleep(2)  # the kernel notices its parent is gone and exits
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        _kill_kernels(runtime)
+        if pgid_file.is_file() and _group_members(int(pgid_file.read_text())):
+            os.killpg(int(pgid_file.read_text()), signal.SIGKILL)
+    assert json.loads((run_dir / "run.json").read_text())["finished"] is False
+    assert not (run_dir / "03_measure.json").exists()  # it was killed mid-step
+    log = (run_dir / "engine.log").read_bytes()
+    assert b"\xff\xfe loaded; key *** end" in log and b"--api-key ***" in log
+    for file in run_dir.rglob("*"):
+        if file.is_file():
+            assert SECRET.encode() not in file.read_bytes(), file
+    out = console.read_bytes()
+    assert b"03_measure: running" in out and SECRET.encode() not in out
+
+
+def _kill_kernels(runtime: Path) -> None:
+    """Kernels of the killed runner (their connection files lie in ``runtime``)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if str(runtime).encode() in cmdline.read_bytes():
+                os.kill(int(cmdline.parent.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            continue

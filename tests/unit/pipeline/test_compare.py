@@ -1,0 +1,59 @@
+"""04_compare: two runs side by side, and every provenance difference between them flagged."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchlib import UsageError
+from benchlib.pipeline import compare_runs
+
+
+def run_folder(root: Path, name: str, engine_version: str, gpu: str) -> Path:
+    folder = root / "2026-01-01" / name
+    folder.mkdir(parents=True)
+    provenance: dict[str, Any] = {
+        "kit_commit": "abc", "kit_dirty": False, "python": "CPython 3.11.9",
+        "engine": {"name": "vllm", "version": engine_version, "command": "vllm serve m"},
+        "model": {"id": "org/m", "resolved_revision": "r1", "files_hash": {"sha256": "f"}},
+        "hardware": {"gpus": [{"name": gpu, "power_limit_w": 700.0}], "gpu_count": 1,
+                     "driver_version": "570", "cpu": {"model": "Xeon"}}}
+    results = {"chat/c1": {"scenario": "chat", "concurrency": 1, "completed": 8, "failed": 0,
+                           "median_ttft_ms": 20.0, "median_tpot_ms": 5.0}}
+    (folder / "03_measure.json").write_text(json.dumps({"results": results,
+                                                        "provenance": provenance}))
+    return folder
+
+
+def test_compare_flags_each_provenance_difference(tmp_path: Path) -> None:
+    a = run_folder(tmp_path, "demo", "0.32.0", "NVIDIA H200")
+    b = run_folder(tmp_path, "demo-2", "0.33.1", "NVIDIA H100 80GB HBM3")
+    out = tmp_path / "04_compare.results.json"
+    table, prov = compare_runs([a, b], out)
+    assert list(table["run"]) == ["2026-01-01/demo", "2026-01-01/demo-2"]
+    assert list(prov.columns) == ["2026-01-01/demo", "2026-01-01/demo-2", "differs"]
+    flagged = set(prov.index[prov["differs"]])
+    assert flagged == {"engine version", "GPU"}
+    assert prov.loc["engine version", "2026-01-01/demo-2"] == "0.33.1"
+    saved = json.loads(out.read_text())
+    assert sorted(saved["provenance_differences"]) == ["GPU", "engine version"]
+
+
+def test_compare_labels_the_run_folder_given_as_dot(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner runs 04_compare in the run folder and names it "."."""
+    a = run_folder(tmp_path, "demo", "0.32.0", "NVIDIA H200")
+    b = run_folder(tmp_path, "demo-2", "0.32.0", "NVIDIA H200")
+    monkeypatch.chdir(b)
+    table, prov = compare_runs([".", a])
+    assert list(table["run"]) == ["2026-01-01/demo-2", "2026-01-01/demo"]
+    assert not prov["differs"].any()
+
+
+def test_compare_names_a_folder_without_a_measure_sidecar(tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as info:
+        compare_runs([tmp_path])
+    assert info.value.field == "compare.runs" and info.value.exit_code == 2
