@@ -18,13 +18,14 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from tqdm import tqdm
 
 from benchlib._exceptions import UsageError
+from benchlib._secrets import scrub_text
 from benchlib.measure._config import MeasureConfig
 from benchlib.measure._connection import StreamCapture
 from benchlib.measure._datasets import file_prompts, random_prompts
@@ -90,13 +91,16 @@ def read_requests(path: Path) -> list[dict[str, Any]]:
 
 class _LineLog:
     """Whole lines appended with one ``os.write`` each: nothing waits in a user-space
-    buffer, so a SIGKILL loses no finished line."""
+    buffer, so a SIGKILL loses no finished line. ``secrets`` (the API key) are replaced by
+    ``***`` before a line is written: a server may echo the key in an error message."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, secrets: Sequence[str] = ()) -> None:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        self._secrets = list(secrets)
 
     def write(self, record: dict[str, Any]) -> None:
-        data = memoryview((json.dumps(record) + "\n").encode())
+        line = scrub_text(json.dumps(record), self._secrets) + "\n"
+        data = memoryview(line.encode())
         while data:  # a regular file takes it in one call; loop for the pathological case
             data = data[os.write(self._fd, data):]
 
@@ -184,7 +188,7 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
     log: _LineLog | None = None
     if cfg.result_json is not None:
         cfg.result_json.parent.mkdir(parents=True, exist_ok=True)
-        log = _LineLog(requests_path(cfg.result_json))
+        log = _LineLog(requests_path(cfg.result_json), [api_key] if api_key else [])
     counts: dict[int, list[float]] = {}
     bar = tqdm(total=len(bodies), desc="requests", unit="req", disable=cfg.disable_tqdm,
                file=sys.stderr, mininterval=0.5)
@@ -242,7 +246,7 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
     }
     if cfg.result_json is not None:
         tmp = cfg.result_json.with_suffix(cfg.result_json.suffix + ".tmp")
-        tmp.write_text(json.dumps(result, indent=2, allow_nan=False, default=str) + "\n",
-                       encoding="utf-8")
+        text = json.dumps(result, indent=2, allow_nan=False, default=str) + "\n"
+        tmp.write_text(scrub_text(text, [api_key] if api_key else []), encoding="utf-8")
         tmp.replace(cfg.result_json)
     return result

@@ -5,9 +5,10 @@ and ``/health`` on raw sockets. Each request's arrival is the kernel's receive s
 first bytes; each SSE event is written as its own chunk at ``arrival + ttft + k × itl`` and
 the time its ``send`` returned is recorded (``content_writes_ns``; when it began is
 ``content_send_begin_ns``). On loopback the bytes reach the client's socket between the two
-(usually microseconds apart; a server descheduled after the copy widens it), so the truth file it writes (one JSON line per request, keyed by the
-response ``id``) is what a perfect client would measure. Clients under test are compared with
-it, never with the configured knobs. (While the client's receive buffer is full, e.g. behind
+(usually microseconds apart; a server descheduled after the copy widens it), so the truth
+file it writes (one JSON line per request, keyed by the response ``id``) is what a perfect
+client would measure. Clients under test are compared with it, never with the configured
+knobs. (While the client's receive buffer is full, e.g. behind
 a multi-megabyte chunk it has not read yet, ``send`` returns once the bytes are in the
 server's send buffer: the truth is early by that backlog.) A request's events are rendered
 before its first one is due and framed by hand, so a due time costs one ``send``: the

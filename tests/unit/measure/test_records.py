@@ -24,6 +24,15 @@ def test_line_log_truncates_and_writes_whole_lines(tmp_path: Path) -> None:
     assert [r["index"] for r in read_requests(path)] == [0, 1]
 
 
+def test_line_log_never_writes_the_api_key(tmp_path: Path) -> None:
+    path = tmp_path / "r.requests.jsonl"
+    log = _LineLog(path, ["sk-echoed-by-server-123"])
+    log.write({"index": 0, "error": "HTTP 401: bad key sk-echoed-by-server-123"})
+    log.close()
+    assert b"sk-echoed" not in path.read_bytes()
+    assert read_requests(path)[0]["error"] == "HTTP 401: bad key ***"
+
+
 def test_read_requests_drops_only_a_cut_off_last_line(tmp_path: Path) -> None:
     path = tmp_path / "r.requests.jsonl"
     path.write_bytes(b'{"index": 0}\n{"index": 1}\n{"index": 2, "te')
