@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from benchlib.recipe import Recipe, resolve_paths
+from benchlib.recipe import Recipe, map_paths, resolve_paths
 
 __all__ = ["kit_root", "load_recipe_snapshot", "portable", "portable_recipe", "relative_text"]
 
@@ -32,19 +32,7 @@ def portable(path: Path, root: Path) -> Path:
 
 def portable_recipe(recipe: Recipe, root: Path) -> Recipe:
     """``recipe`` (paths absolute) with every path inside ``root`` made relative to it."""
-
-    def fix(p: Path | None) -> Path | None:
-        return None if p is None else portable(p, root)
-
-    model = recipe.model.model_copy(update={"local_path": fix(recipe.model.local_path),
-                                            "tokenizer": fix(recipe.model.tokenizer)})
-    engine = recipe.engine.model_copy(update={"python": fix(recipe.engine.python),
-                                              "executable": fix(recipe.engine.executable)})
-    scenarios = [s.model_copy(update={"dataset_path": fix(s.dataset_path)})
-                 for s in recipe.scenarios]
-    compare = recipe.compare.model_copy(update={"runs": [fix(r) for r in recipe.compare.runs]})
-    return recipe.model_copy(update={"model": model, "engine": engine, "scenarios": scenarios,
-                                     "compare": compare})
+    return map_paths(recipe, lambda p: portable(p, root))
 
 
 def load_recipe_snapshot(path: str | Path) -> Recipe:

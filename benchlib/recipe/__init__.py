@@ -4,6 +4,7 @@ from benchlib.recipe._load import (
     RecipeError,
     format_problems,
     load_recipe,
+    map_paths,
     recipe_from_dict,
     resolve_paths,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "Scenario",
     "format_problems",
     "load_recipe",
+    "map_paths",
     "recipe_from_dict",
     "resolve_paths",
 ]

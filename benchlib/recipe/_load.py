@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,8 @@ from pydantic import ValidationError
 from benchlib._exceptions import UsageError
 from benchlib.recipe._schema import Recipe
 
-__all__ = ["RecipeError", "format_problems", "load_recipe", "recipe_from_dict", "resolve_paths"]
+__all__ = ["RecipeError", "format_problems", "load_recipe", "map_paths", "recipe_from_dict",
+           "resolve_paths"]
 
 
 class RecipeError(UsageError):
@@ -76,13 +78,13 @@ def load_recipe(path: Path) -> Recipe:
     return recipe_from_dict(data, path)
 
 
-def resolve_paths(recipe: Recipe, base: Path) -> Recipe:
-    """The same recipe with every relative path made absolute against ``base``, so steps
-    that run elsewhere (a notebook kernel, a later resume) see the same files."""
+def map_paths(recipe: Recipe, fn: Callable[[Path], Path]) -> Recipe:
+    """The same recipe with ``fn`` applied to every path it names (model folder and
+    tokenizer, engine interpreter and executable, dataset files, runs to compare): the one
+    list of a recipe's paths."""
 
     def fix(p: Path | None) -> Path | None:
-        # absolute, but symlinks kept: a venv's bin/python must stay the venv's
-        return None if p is None else Path(os.path.abspath(base / p))
+        return None if p is None else fn(p)
 
     model = recipe.model.model_copy(update={"local_path": fix(recipe.model.local_path),
                                             "tokenizer": fix(recipe.model.tokenizer)})
@@ -90,6 +92,13 @@ def resolve_paths(recipe: Recipe, base: Path) -> Recipe:
                                               "executable": fix(recipe.engine.executable)})
     scenarios = [s.model_copy(update={"dataset_path": fix(s.dataset_path)})
                  for s in recipe.scenarios]
-    compare = recipe.compare.model_copy(update={"runs": [fix(r) for r in recipe.compare.runs]})
+    compare = recipe.compare.model_copy(update={"runs": [fn(r) for r in recipe.compare.runs]})
     return recipe.model_copy(update={"model": model, "engine": engine, "scenarios": scenarios,
                                      "compare": compare})
+
+
+def resolve_paths(recipe: Recipe, base: Path) -> Recipe:
+    """The same recipe with every relative path made absolute against ``base``, so steps
+    that run elsewhere (a notebook kernel, a later resume) see the same files."""
+    # absolute, but symlinks kept: a venv's bin/python must stay the venv's
+    return map_paths(recipe, lambda p: Path(os.path.abspath(base / p)))

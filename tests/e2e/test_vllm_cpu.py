@@ -3,9 +3,11 @@ and by ``vllm bench serve`` on the same random dataset."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +17,7 @@ from benchlib.recipe import EngineSpec, ModelSpec
 from benchmarks._peers import run_vllm_bench
 
 pytestmark = pytest.mark.e2e
+N, OUTPUT_LEN = 16, 32
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_PYTHON = Path(os.environ.get("BENCHLIB_ENGINE_PYTHON",
@@ -28,7 +31,10 @@ def engine(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             pytest.fail(f"engine python {ENGINE_PYTHON} is missing (make engine)")
         pytest.skip("no vLLM CPU environment; run `make engine`")
     spec = EngineSpec(kind="vllm", python=ENGINE_PYTHON, args=["--dtype", "bfloat16"],
-                      env={"VLLM_CPU_KVCACHE_SPACE": "1"}, max_model_len=2048)
+                      env={"VLLM_CPU_KVCACHE_SPACE": "1",
+                           # one core for the engine's spinning OpenMP threads, one for the
+                           # client: else the client is starved and says client_bound
+                           "VLLM_CPU_OMP_THREADS_BIND": "0"}, max_model_len=2048)
     plan = plan_launch(spec, ModelSpec(id="tiny-llama"), tiny_model)
     server = EngineProcess(plan.resolved_argv(), env=plan.env, ready_url=plan.ready_url,
                            log_path=tmp_path_factory.mktemp("engine") / "vllm.log")
@@ -37,27 +43,70 @@ def engine(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     assert server.proc is not None and server.proc.poll() is not None
 
 
+def _prompts(path: Path, n: int) -> Path:
+    words = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
+    path.write_text("".join(json.dumps({"prompt": " ".join(words[(i + k) % 8]
+                                                            for k in range(24 + i % 5))}) + "\n"
+                            for i in range(n)))
+    return path
+
+
 @pytest.mark.parametrize("endpoint", ["completions", "chat"])
 def test_benchlib_agrees_with_vllm_bench_serve(engine: EngineProcess, tiny_model: Path,
                                                tmp_path: Path, endpoint: str) -> None:
+    """Same prompts (one file), same engine: benchlib, then ``vllm bench serve``, then benchlib
+    again. Token counts are exact. The engine's own speed drifts between runs on a shared CPU,
+    so vLLM's medians must lie inside the band our usable runs span, widened (see below): a
+    client that counted chunks, started its clock elsewhere or timed the wrong event would
+    fall outside. The 10 % check of every shared key is test_vllm_keys', on a server with
+    known timing."""
     port = engine.ready_url.split(":")[2].split("/")[0]
     url = f"http://127.0.0.1:{port}"
-    ours = measure(MeasureConfig(base_url=url, model="tiny-llama", endpoint=endpoint,
-                                 tokenizer=tiny_model, input_len=64, output_len=32,
-                                 num_prompts=16, max_concurrency=4, seed=0,
-                                 result_json=tmp_path / "benchlib.json", disable_tqdm=True))
-    ref = run_vllm_bench(url, "tiny-llama", tiny_model, endpoint=endpoint,  # type: ignore[arg-type]
-                         input_len=64, output_len=32, num_prompts=16, max_concurrency=4,
-                         seed=0, workdir=tmp_path / "vllm")
-    print(f"\n{endpoint}: benchlib TTFT {ours['median_ttft_ms']:.2f} TPOT "
-          f"{ours['median_tpot_ms']:.3f} | vllm bench serve TTFT {ref.median_ttft_ms:.2f} "
-          f"TPOT {ref.median_tpot_ms:.3f}")
-    assert ours["completed"] == ref.completed == 16
-    assert ours["total_output_tokens"] == ref.total_output_tokens == 16 * 32
-    assert ours["output_tokens_source"] == {"usage": 16, "tokenizer": 0}
-    if endpoint == "completions":  # the server's count: BOS + the 63 tokens of each prompt
-        assert ours["total_input_tokens"] == 16 * 64
-    # medians agree within run-to-run noise on a shared 2-core machine
-    assert abs(ours["median_ttft_ms"] - ref.median_ttft_ms) <= max(
-        30.0, 0.5 * ref.median_ttft_ms)
-    assert abs(ours["median_tpot_ms"] - ref.median_tpot_ms) <= max(1.0, 0.5 * ref.median_tpot_ms)
+    prompts = _prompts(tmp_path / "prompts.jsonl", N)
+
+    def ours(k: int) -> dict[str, Any]:
+        # two cores for the engine's busy threads, its API server and this client: a run in
+        # which the client was starved says so (client_bound) and is taken again, twice at most
+        for attempt in range(3):
+            result = measure(MeasureConfig(
+                base_url=url, model="tiny-llama", endpoint=endpoint, tokenizer=tiny_model,
+                dataset="file", dataset_path=prompts, output_len=OUTPUT_LEN, num_prompts=N,
+                max_concurrency=1, num_warmups=2, seed=0, disable_tqdm=True,
+                result_json=tmp_path / f"ours-{k}-{attempt}.json"))
+            if not result["timing"]["client_bound"]:
+                break
+        return result
+
+    before = ours(0)
+    peer = run_vllm_bench(url, "tiny-llama", tiny_model, endpoint=endpoint,  # type: ignore[arg-type]
+                          input_len=1, output_len=OUTPUT_LEN, num_prompts=N, max_concurrency=1,
+                          seed=0, workdir=tmp_path / "vllm", dataset_path=prompts)
+    ref = json.loads(peer.raw_path.read_text())
+    after = ours(1)
+    print(f"\n{endpoint}: benchlib TTFT {before['median_ttft_ms']:.2f}/"
+          f"{after['median_ttft_ms']:.2f} TPOT {before['median_tpot_ms']:.3f}/"
+          f"{after['median_tpot_ms']:.3f} | vllm bench serve TTFT {ref['median_ttft_ms']:.2f} "
+          f"TPOT {ref['median_tpot_ms']:.3f}")
+    for run in (before, after):
+        assert run["completed"] == ref["completed"] == N
+        for key in ("total_output_tokens", "total_input_tokens", "input_lens", "output_lens"):
+            assert run[key] == ref[key], key
+        assert run["total_output_tokens"] == N * OUTPUT_LEN
+        assert run["output_tokens_source"] == {"usage": N, "tokenizer": 0}
+        assert run["timing"]["clock"] == "kernel"
+    # a run whose streams came in bursts (the engine's API server or this client starved of
+    # CPU: the timing block says so) measured the machine's contention, not the engine
+    usable = [r for r in (before, after)
+              if not r["timing"]["client_bound"] and r["buffered_streams"] <= N // 4]
+    if not usable:
+        pytest.skip("every benchlib run was starved of CPU (client_bound, buffered streams): "
+                    "no band to hold vllm bench serve's medians to on this machine now")
+    lag = max(r["timing"]["p99_read_lag_ms"] or 0.0 for r in usable)
+    # Wider than the 10 % the scripted-server test (test_vllm_keys) holds every key to: on two
+    # cores vLLM's client (aiohttp, per-event JSON in Python) takes CPU from the engine's API
+    # server, which then really streams slower, and the engine's pace drifts between runs
+    for key, rel, slack in (("median_ttft_ms", 0.5, 1.0 + lag), ("median_tpot_ms", 0.25, 0.1)):
+        low = min(r[key] for r in usable)
+        high = max(r[key] for r in usable)
+        assert (1 - rel) * low - slack <= ref[key] <= (1 + rel) * high + slack, (
+            key, low, ref[key], high)

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,19 +61,26 @@ def fast_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     yield from _server(tmp_path, "100", "2")
 
 
+def _measure(url: str, out: Path, tiny_model: Path, *, output_len: int, num_prompts: int
+             ) -> tuple[dict[str, Any], str]:
+    """``benchlib measure`` at :data:`STREAMS` streams in a process with a soft limit of 1024
+    open files; the result JSON and the console."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchlib", "measure", "--base-url", url, "--model", "scripted",
+         "--tokenizer", str(tiny_model), "--input-len", "16", "--output-len", str(output_len),
+         "--num-prompts", str(num_prompts), "--max-concurrency", str(STREAMS),
+         "--result-json", str(out), "--disable-tqdm"],
+        capture_output=True, text=True, timeout=180, cwd=REPO, preexec_fn=_soft_1024)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(out.read_text()), proc.stdout
+
+
 @pytest.mark.parametrize("num_prompts", [STREAMS, 2 * STREAMS])
 def test_1024_concurrent_streams(server: tuple[str, Path], tmp_path: Path, tiny_model: Path,
                                  num_prompts: int) -> None:
     url, truth = server
     out = tmp_path / "load.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchlib", "measure", "--base-url", url, "--model", "scripted",
-         "--tokenizer", str(tiny_model), "--input-len", "16", "--output-len", "12",
-         "--num-prompts", str(num_prompts), "--max-concurrency", str(STREAMS),
-         "--result-json", str(out), "--disable-tqdm"],
-        capture_output=True, text=True, timeout=120, cwd=REPO, preexec_fn=_soft_1024)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    result = json.loads(out.read_text())
+    result, _ = _measure(url, out, tiny_model, output_len=12, num_prompts=num_prompts)
     assert result["errors"] == [""] * num_prompts
     assert (result["completed"], result["failed"]) == (num_prompts, 0)
     assert result["peak_concurrent_requests"] == STREAMS  # all 1,024 really were in flight
@@ -94,19 +102,12 @@ def test_1024_streams_2ms_apart_bound_every_ttft(fast_server: tuple[str, Path],
     client-bound, on the console too."""
     url, truth = fast_server
     out = tmp_path / "fast.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchlib", "measure", "--base-url", url, "--model", "scripted",
-         "--tokenizer", str(tiny_model), "--input-len", "16", "--output-len", "24",
-         "--num-prompts", str(STREAMS), "--max-concurrency", str(STREAMS),
-         "--result-json", str(out), "--disable-tqdm"],
-        capture_output=True, text=True, timeout=180, cwd=REPO, preexec_fn=_soft_1024)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    result = json.loads(out.read_text())
+    result, console = _measure(url, out, tiny_model, output_len=24, num_prompts=STREAMS)
     assert result["completed"] == STREAMS
     assert bracket_coverage(requests_path(out), truth, slack_ms=0.2) >= 0.99
     timing = result["timing"]
     assert timing["client_bound"] is True and timing["p99_read_lag_ms"] > 1.0, timing
-    assert "client-bound" in proc.stdout
+    assert "client-bound" in console
     # a gap between two events of one read is never reported as an ITL
     records = read_requests(requests_path(out))
     assert sum(r["coalesced_gaps"] for r in records) == timing["coalesced_gaps"] > 0

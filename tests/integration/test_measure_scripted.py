@@ -149,6 +149,28 @@ def test_cli_end_to_end_and_api_key_is_never_written(scripted: Callable[..., Any
     assert secret not in proc.stdout + proc.stderr
 
 
+def test_no_usage_and_no_tokenizer_refuses_to_start(scripted: Callable[..., Any],
+                                                    tmp_path: Path) -> None:
+    """Output tokens could not be known: the run refuses before sending the load (exit 2,
+    naming --tokenizer), instead of reporting 0 tokens and a met TPOT SLO."""
+    server = scripted("--ttft-ms", "1", "--itl-ms", "1", "--no-usage")
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt": "hello there"}\n' * 3)
+    out = tmp_path / "nousage.json"
+    proc = cli("measure", "--base-url", server.url, "--model", "scripted", "--dataset", "file",
+               "--dataset-path", str(prompts), "--output-len", "4", "--num-prompts", "3",
+               "--result-json", str(out), "--disable-tqdm")
+    assert proc.returncode == 2, proc.stderr
+    assert "--tokenizer" in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists()
+    with_usage = scripted("--ttft-ms", "1", "--itl-ms", "1")
+    proc = cli("measure", "--base-url", with_usage.url, "--model", "scripted", "--dataset",
+               "file", "--dataset-path", str(prompts), "--output-len", "4", "--num-prompts",
+               "3", "--result-json", str(out), "--disable-tqdm")
+    assert proc.returncode == 0, proc.stderr  # usage is enough
+    assert json.loads(out.read_text())["total_output_tokens"] == 12
+
+
 def test_connection_refused_is_a_message_not_a_traceback(tmp_path: Path,
                                                          tiny_model: Path) -> None:
     out = tmp_path / "refused.json"
