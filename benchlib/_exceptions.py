@@ -1,12 +1,36 @@
-"""One exception hierarchy for the whole kit.
+"""One exception hierarchy for the whole kit, and the one place low-level errors become it.
 
 Every error that a user can cause or meet derives from :class:`BenchlibError`, so the command
-line can turn any of them into a one-line message and an exit code instead of a traceback.
+line can turn any of them into a one-line message and an exit code instead of a traceback
+(see ``docs/architecture.md`` for where each layer raises them).
+
+Our exception hierarchy, with the exit code of ``benchlib`` when one escapes a command::
+
+    BenchlibError ............. 1  base class: an error benchlib raises on purpose
+    ├── UsageError ............ 2  bad input (a flag, a recipe key, a file), named
+    │   └── RecipeError ....... 2  a recipe that cannot be used (benchlib.recipe)
+    ├── MeasureError .......... 1  a measurement without one successful request
+    └── EngineError ........... 1  the engine exited or never became ready (benchlib.engines)
+
+Outside the hierarchy, never raised to a caller::
+
+    Hangup .................... -  the scripted server leaves a connection (benchlib.scripted)
+
+A Ctrl-C (``KeyboardInterrupt``) exits with 130. Pydantic's ``ValidationError`` never
+escapes: :func:`validation_problems` and :func:`validation_message` turn it into the key
+paths or flags a user typed, for a :class:`UsageError`.
 """
 
 from __future__ import annotations
 
-__all__ = ["BenchlibError", "MeasureError", "UsageError"]
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pydantic is not imported at ``import benchlib``
+    from pydantic import ValidationError
+
+__all__ = ["BenchlibError", "MeasureError", "UsageError", "validation_message",
+           "validation_problems"]
 
 
 class BenchlibError(Exception):
@@ -28,3 +52,48 @@ class UsageError(BenchlibError):
 
 class MeasureError(BenchlibError):
     """A measurement could not produce a single successful request."""
+
+
+def _key_path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out
+
+
+def validation_problems(exc: ValidationError, *, flags: bool | Mapping[str, str] = False,
+                        prefix: str = "") -> list[tuple[str, str]]:
+    """Each problem of a pydantic ``ValidationError`` as ``(where, message)``.
+
+    ``where`` is the key path the user wrote (``scenarios[0].input_len``, after ``prefix``
+    such as ``"plan."``), or with ``flags`` the command-line flag of the field: the mapping's
+    (field → flag) where ``flags`` is one and names the field, else ``--max-model-len`` for
+    ``max_model_len``. It is ``""`` for a problem of the whole input (a model validator's,
+    which names its fields itself). Pydantic's union tags (``function-after[…]``) are left
+    out of the path, its ``"Value error, "`` prefix out of the message, and a key the model
+    forbids reads "unknown key (misspelt?)".
+    """
+    problems = []
+    for err in exc.errors():
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (misspelt?)"
+        if flags is not False:
+            named = flags if isinstance(flags, Mapping) else {}
+            field = str(loc[0]) if loc else ""
+            where = named.get(field, "--" + field.replace("_", "-")) if loc else ""
+        else:
+            where = prefix + _key_path(loc) if loc else ""
+        problems.append((where, msg))
+    return problems
+
+
+def validation_message(exc: ValidationError, *, flags: bool | Mapping[str, str] = False,
+                       prefix: str = "") -> str:
+    """All of :func:`validation_problems` on one line (``where: message; …``)."""
+    return "; ".join(f"{where}: {msg}" if where else msg
+                     for where, msg in validation_problems(exc, flags=flags, prefix=prefix))

@@ -1,8 +1,9 @@
 """Secrets: taken from the environment at the last moment, scrubbed from everything written.
 
 Recipes never hold a secret, only the name of the variable that does (``api_key_env``,
-``hf_token_env``), and engine arguments may say ``${NAME}``, expanded when the engine starts
-and shown unexpanded (then redacted) in every record. An engine may still print its
+``hf_token_env``), read with :func:`env_secret` where the value is needed, and engine
+arguments may say ``${NAME}``, expanded when the engine starts and shown unexpanded (then
+redacted) in every record. An engine may still print its
 arguments (vLLM logs them), so secrets are scrubbed where text is written, not afterwards:
 
 * :class:`SecretFilter` replaces secret values in a byte stream as it passes (the engine's
@@ -29,9 +30,9 @@ from benchlib._exceptions import UsageError
 if TYPE_CHECKING:
     from benchlib.recipe import Recipe
 
-__all__ = ["SECRET_FLAGS", "ScrubbingWriter", "SecretFilter", "env_names", "expand_env",
-           "is_env_ref", "is_secret_name", "recipe_secrets", "scrub_bytes", "scrub_file",
-           "scrub_text", "scrub_tree"]
+__all__ = ["SECRET_FLAGS", "ScrubbingWriter", "SecretFilter", "env_names", "env_secret",
+           "expand_env", "is_env_ref", "is_secret_name", "recipe_secrets", "scrub_bytes",
+           "scrub_file", "scrub_text", "scrub_tree"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: flags whose value is a secret (recorded commands show *** instead)
@@ -39,6 +40,18 @@ SECRET_FLAGS = ("--api-key", "--api_key", "--hf-token", "--token", "--hf_token")
 _SECRET_NAME_ENDINGS = ("TOKEN", "API_KEY", "SECRET", "PASSWORD")
 _MIN_SECRET = 6  # shorter values would scrub ordinary text
 _MASK = b"***"
+
+
+def env_secret(name: str | None, env: Mapping[str, str] | None = None) -> str | None:
+    """The value of the environment variable ``name`` (a recipe's ``api_key_env`` or
+    ``hf_token_env``, ``OPENAI_API_KEY``), or ``None`` when no variable is named or it is
+    unset or empty: an empty key is no key, never a blank bearer token.
+
+    Read at the moment of use, so the value is never held in a recipe or a record.
+    """
+    if not name:
+        return None
+    return (os.environ if env is None else env).get(name) or None
 
 
 def expand_env(arg: str, field: str, env: Mapping[str, str] | None = None) -> str:
@@ -73,10 +86,9 @@ def is_secret_name(name: str) -> bool:
 def recipe_secrets(recipe: Recipe, env: Mapping[str, str] | None = None) -> list[str]:
     """The values of every secret a run of ``recipe`` could see: the API key, the hub token
     and every ``${NAME}`` of ``engine.args``."""
-    source = os.environ if env is None else env
     names = [recipe.engine.api_key_env, recipe.model.hf_token_env]
     names += env_names(" ".join(recipe.engine.args))
-    return [source[n] for n in names if n and source.get(n)]
+    return [value for n in names if (value := env_secret(n, env))]
 
 
 def _patterns(secrets: Iterable[str]) -> list[bytes]:

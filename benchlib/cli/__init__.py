@@ -2,6 +2,8 @@
 
 Bad input never produces a traceback: argparse errors, pydantic validation errors and
 :class:`~benchlib.UsageError` all print one message naming the flag and exit with code 2.
+
+Where each command's layer sits: ``docs/architecture.md``.
 """
 
 from __future__ import annotations

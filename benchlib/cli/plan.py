@@ -9,8 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from benchlib._exceptions import UsageError
-from benchlib.cli._common import validation_message
+from benchlib._exceptions import UsageError, validation_message
 
 __all__ = ["register", "run"]
 
@@ -99,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             vllm_version=args.vllm_version, decode_batch=args.decode_batch,
             decode_context=args.decode_context)
     except ValidationError as exc:
-        raise UsageError("plan", validation_message(exc)) from None
+        raise UsageError("plan", validation_message(exc, flags=True)) from None
     summary = plan(cfg).summary()
     print(json.dumps(summary, indent=2) if args.json else _text(summary), flush=True)
     return 0

@@ -9,8 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from benchlib._exceptions import UsageError
-from benchlib.cli._common import validation_message
+from benchlib._exceptions import UsageError, validation_message
 
 __all__ = ["register", "run"]
 
@@ -59,9 +58,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             faults.append(FaultRule.parse(spec))
         except ValidationError as exc:
-            why = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'spec'}: "
-                            f"{e['msg'].removeprefix('Value error, ')}" for e in exc.errors())
-            raise UsageError("--fault", f"{spec!r}: {why}") from None
+            raise UsageError("--fault", f"{spec!r}: {validation_message(exc)}") from None
         except ValueError as exc:
             raise UsageError("--fault", str(exc)) from None
     try:
@@ -74,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
                            idle_timeout_s=args.idle_timeout,
                            crash_above_prompt_chars=args.crash_above_prompt_chars)
     except ValidationError as exc:
-        raise UsageError("scripted-server", validation_message(exc)) from None
+        raise UsageError("scripted-server", validation_message(exc, flags=True)) from None
     server = ScriptedServer(cfg, truth=args.truth)
 
     def ready(port: int) -> None:

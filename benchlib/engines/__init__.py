@@ -1,5 +1,8 @@
 """Launching real engines: command lines from recipes, own process group, readiness
-(health, then one real token), log facts and known failures, guaranteed teardown."""
+(health, then one real token), log facts and known failures, guaranteed teardown.
+
+Where this layer sits: ``docs/architecture.md``.
+"""
 
 from benchlib.engines._commands import LaunchPlan, free_port, plan_launch, redact_argv, redact_env
 from benchlib.engines._logparse import EngineLogFacts, KnownFailure, parse_engine_log

@@ -1,17 +1,24 @@
 """What users look for in an engine's log, read out of it; known failures with what to do.
 
-Patterns follow the lines vLLM prints (``GPU KV cache size: N tokens`` — ``CPU KV cache size``
-on the CPU build —, ``Maximum concurrency for N tokens per request: X.XXx``, ``Model loading
-took X GiB memory and Y seconds``, ``Available KV cache memory: X GiB``, ``Graph capturing
-finished in X secs``, ``init engine (...) took X s``) and SGLang's equivalents. Thousands
-separators are accepted. Failures are matched anywhere in the log and each carries a hint.
+vLLM's lines are read with the kit's one table of them,
+:data:`benchlib.memory.VLLM_LOG_PATTERNS` (``GPU KV cache size: N tokens`` — ``CPU KV cache
+size`` on the CPU build —, ``Maximum concurrency for N tokens per request: X.XXx``, ``Model
+loading took X GiB memory and Y seconds``, ``Available KV cache memory: X GiB`` — negative on
+an OOM launch —, ``Graph capturing finished in X secs``, ``init engine (...) took X s``), so
+the memory plan's comparison and a run's log facts never disagree on a line. SGLang's
+equivalents are this module's own. Failures are matched anywhere in the log and each carries
+a hint.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from benchlib.memory import VLLM_LOG_PATTERNS, log_number
 
 __all__ = ["EngineLogFacts", "KnownFailure", "parse_engine_log"]
 
@@ -45,24 +52,11 @@ class EngineLogFacts:
         return {k: v for k, v in dataclasses.asdict(self).items() if k != "failures"}
 
 
-def _num(text: str) -> float:
-    return float(text.replace(",", ""))
-
-
-_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("version", re.compile(r"(?:vLLM API server version|Initializing a V1 LLM engine \(v"
-                           r"|█\s+version|sglang version:?|SGLang v)\s*v?(\d+\.\d+[\w.+-]*)")),
-    ("kv_cache_tokens", re.compile(r"(?:GPU|CPU|XPU|TPU)? ?KV cache size: ([\d,]+) tokens")),
-    ("kv_cache_gib", re.compile(r"Available KV cache memory: ([\d.]+) GiB")),
-    ("max_concurrency", re.compile(
-        r"Maximum concurrency for ([\d,]+) tokens per request: ([\d,.]+)x")),
-    ("model_loading", re.compile(
-        r"Model loading took ([\d.]+) GiB(?: memory)? and ([\d.]+) s(?:ec(?:ond)?s?)?")),
-    ("cuda_graph_s", re.compile(r"Graph capturing finished in ([\d.]+) s")),
-    ("init_engine_s", re.compile(r"init engine \([^)]*\) took ([\d.]+) s")),
-    # SGLang
-    ("sglang_kv", re.compile(r"KV Cache is allocated\. #tokens: ([\d,]+)")),
-)
+#: SGLang's lines: its version and the KV tokens it allocated
+_SGLANG_PATTERNS: Mapping[str, re.Pattern[str]] = MappingProxyType({
+    "version": re.compile(r"(?:sglang version:?|SGLang v)\s*v?(\d+\.\d+[\w.+-]*)"),
+    "kv_cache_tokens": re.compile(r"KV Cache is allocated\. #tokens: ([\d,]+)"),
+})
 
 _FAILURES: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("missing-triton-kernels", re.compile(r"No module named 'triton_kernels[\w.]*'"),
@@ -88,27 +82,35 @@ _FAILURES: tuple[tuple[str, re.Pattern[str], str], ...] = (
 )
 
 
+def _read_facts(facts: EngineLogFacts, key: str, m: re.Match[str]) -> None:
+    """Store what the line ``key`` of the table says; a later line overrides an earlier one
+    (a restarted engine prints again), except the version, where the first wins."""
+    if key == "version":
+        if facts.version is None:
+            facts.version = m.group(1).rstrip(".")
+    elif key == "kv_cache_tokens":
+        facts.kv_cache_tokens = int(log_number(m.group(1)))
+    elif key == "kv_budget_gib":
+        facts.kv_cache_gib = log_number(m.group(1))
+    elif key == "max_concurrency":
+        facts.max_concurrency_tokens = int(log_number(m.group(1)))
+        facts.max_concurrency = log_number(m.group(2))
+    elif key == "weights_gib":
+        facts.model_loading_gib = log_number(m.group(1))
+        facts.model_loading_s = log_number(m.group(2)) if m.group(2) else None
+    elif key == "cuda_graph_s":
+        facts.cuda_graph_s = log_number(m.group(1))
+    elif key == "init_engine_s":
+        facts.init_engine_s = log_number(m.group(1))
+
+
 def parse_engine_log(text: str) -> EngineLogFacts:
     """Scan a whole log (any engine) and return what it says."""
     facts = EngineLogFacts()
-    for name, pattern in _FACTS:
-        for m in pattern.finditer(text):
-            if name == "version" and facts.version is None:
-                facts.version = m.group(1)
-            elif name in ("kv_cache_tokens", "sglang_kv"):
-                facts.kv_cache_tokens = int(_num(m.group(1)))
-            elif name == "kv_cache_gib":
-                facts.kv_cache_gib = _num(m.group(1))
-            elif name == "max_concurrency":
-                facts.max_concurrency_tokens = int(_num(m.group(1)))
-                facts.max_concurrency = _num(m.group(2))
-            elif name == "model_loading":
-                facts.model_loading_gib = _num(m.group(1))
-                facts.model_loading_s = _num(m.group(2))
-            elif name == "cuda_graph_s":
-                facts.cuda_graph_s = _num(m.group(1))
-            elif name == "init_engine_s":
-                facts.init_engine_s = _num(m.group(1))
+    for table in (VLLM_LOG_PATTERNS, _SGLANG_PATTERNS):
+        for key, pattern in table.items():
+            for m in pattern.finditer(text):
+                _read_facts(facts, key, m)
     seen: set[str] = set()
     for line in text.splitlines():
         for name, pattern, hint in _FAILURES:

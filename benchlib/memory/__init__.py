@@ -4,6 +4,9 @@ tokens, max concurrency and the decode floor, per GPU, for any Hugging Face conf
 ``plan(PlanConfig(model=..., gpu="H200", tp=8))`` is the whole pipeline; the pieces
 (:func:`load_model_config`, :func:`count_params`, :func:`weight_plan`, :func:`kv_layout`,
 :func:`kv_capacity`, :func:`decode_floor`) are exported for notebooks that want one step.
+:data:`VLLM_LOG_PATTERNS` is the kit's one table of vLLM's startup lines (engines read it too).
+
+Where this layer sits: ``docs/architecture.md``.
 """
 
 from benchlib.memory._arch import (
@@ -13,7 +16,6 @@ from benchlib.memory._arch import (
     ModelArch,
     MoESpec,
     arch_from_dict,
-    load_model_config,
 )
 from benchlib.memory._cases import CaseResult, ValidationCase, check_case, load_cases
 from benchlib.memory._decode import DecodeFloor, decode_floor, experts_touched
@@ -29,13 +31,13 @@ from benchlib.memory._kv import (
     kv_layout,
     legacy_token_report,
 )
+from benchlib.memory._load import load_model_config
 from benchlib.memory._params import ParamBreakdown, count_params
 from benchlib.memory._plan import (
     Overhead,
     Plan,
     PlanConfig,
     overhead_model,
-    parse_vllm_log,
     plan,
     sweep_max_model_len,
 )
@@ -48,6 +50,7 @@ from benchlib.memory._tokens import (
     detect_language,
     text_for_tokens,
 )
+from benchlib.memory._vllm_log import VLLM_LOG_PATTERNS, log_number, parse_vllm_log
 from benchlib.memory._weights import WEIGHT_DTYPES, WeightPlan, weight_plan
 
 __all__ = [
@@ -55,6 +58,7 @@ __all__ = [
     "GPUS",
     "KV_CACHE_DTYPES",
     "TEXT_RULES",
+    "VLLM_LOG_PATTERNS",
     "WEIGHT_DTYPES",
     "CaseResult",
     "DecodeFloor",
@@ -90,6 +94,7 @@ __all__ = [
     "load_cases",
     "load_gguf",
     "load_model_config",
+    "log_number",
     "overhead_model",
     "parse_vllm_log",
     "plan",

@@ -5,12 +5,14 @@ One reader covers the families whose caches differ in kind, not just in size: de
 hybrid linear attention (Qwen3-Next's Gated DeltaNet, Kimi-Linear's KDA) and MoE on top of any
 of them. Each layer gets a kind (``full``, ``sliding``, ``mla``, ``linear``) because that, not
 the model's name, decides how vLLM sizes its cache.
+
+This module parses a config already loaded as a dict; finding and opening the file (a folder,
+a ``config.json`` or a GGUF) is :mod:`benchlib.memory._load`'s job, so the GGUF reader can
+build on this parser without a loop between the two.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -24,7 +26,6 @@ __all__ = [
     "MoESpec",
     "ModelArch",
     "arch_from_dict",
-    "load_model_config",
 ]
 
 LayerKind = Literal["full", "sliding", "mla", "linear"]
@@ -217,7 +218,8 @@ def _text_config(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def arch_from_dict(raw: dict[str, Any], *, name: str = "model") -> ModelArch:
-    """Parse a ``config.json`` already loaded as a dict (see :func:`load_model_config`)."""
+    """Parse a ``config.json`` already loaded as a dict (files are read by
+    :func:`benchlib.memory.load_model_config`)."""
     cfg = _text_config(raw)
     try:
         n = int(_first(cfg, "num_hidden_layers", "n_layer", "num_layers"))
@@ -266,42 +268,3 @@ def arch_from_dict(raw: dict[str, Any], *, name: str = "model") -> ModelArch:
         quantization=dict(quant) if isinstance(quant, dict) else None,
         mtp_layers=int(cfg.get("num_nextn_predict_layers") or cfg.get("mtp_num_hidden_layers")
                        or 0))
-
-
-def load_model_config(path: Path | str) -> ModelArch:
-    """Read ``config.json`` (a file, or a model folder holding one) into a :class:`ModelArch`.
-
-    A ``model.safetensors.index.json`` beside it adds the checkpoint's ``total_size`` (and
-    ``total_parameters`` where the index has it), so the plan can say which number it used.
-    A ``.gguf`` file is read with :func:`benchlib.memory.load_gguf`.
-    """
-    p = Path(path)
-    if p.suffix == ".gguf":
-        from benchlib.memory._gguf import load_gguf
-
-        return load_gguf(p).arch
-    file = p / "config.json" if p.is_dir() else p
-    if not file.is_file():
-        raise UsageError("--model-config", f"{p}: no config.json there")
-    try:
-        raw = json.loads(file.read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError("--model-config", f"{file}: not readable JSON ({exc})") from None
-    if not isinstance(raw, dict):
-        raise UsageError("--model-config", f"{file}: expected a JSON object")
-    name = str(raw.get("_name_or_path") or file.parent.name)
-    arch = arch_from_dict(raw, name=name)
-    index = file.parent / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            meta = json.loads(index.read_text()).get("metadata", {})
-        except (OSError, ValueError):
-            meta = {}
-        updates: dict[str, Any] = {}
-        if meta.get("total_size"):
-            updates["checkpoint_bytes"] = int(meta["total_size"])
-        if meta.get("total_parameters"):
-            updates["checkpoint_params"] = int(meta["total_parameters"])
-        if updates:
-            arch = arch.model_copy(update=updates)
-    return arch

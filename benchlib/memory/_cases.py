@@ -14,8 +14,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from benchlib.memory._arch import load_model_config
-from benchlib.memory._plan import PlanConfig, parse_vllm_log, plan
+from benchlib.memory._load import load_model_config
+from benchlib.memory._plan import PlanConfig, plan
+from benchlib.memory._vllm_log import parse_vllm_log
 
 __all__ = ["CaseResult", "ValidationCase", "check_case", "load_cases"]
 
@@ -87,8 +88,6 @@ def check_case(case: ValidationCase) -> CaseResult:
     base = PlanConfig(model=case.folder / "config.json", **settings)
     predicted = plan(base, arch)
     w_rep = rep.get("weights_gib")
-    if w_rep is None and "weights_gb_legacy" in rep:
-        w_rep = float(rep["weights_gb_legacy"])
     b_rep = rep.get("kv_budget_gib")
     tokens = conc = None
     if b_rep is not None and float(b_rep) > 0:

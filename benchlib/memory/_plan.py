@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from benchlib._exceptions import UsageError
-from benchlib.memory._arch import ModelArch, load_model_config
+from benchlib.memory._arch import ModelArch
 from benchlib.memory._decode import DecodeFloor, decode_floor
 from benchlib.memory._gpus import GPU, find_gpu
 from benchlib.memory._kv import (
@@ -32,11 +32,11 @@ from benchlib.memory._kv import (
     kv_layout,
     legacy_token_report,
 )
+from benchlib.memory._load import load_model_config
 from benchlib.memory._params import ParamBreakdown, count_params
 from benchlib.memory._weights import WEIGHT_DTYPES, WeightPlan, weight_plan
 
-__all__ = ["Overhead", "Plan", "PlanConfig", "overhead_model", "parse_vllm_log", "plan",
-           "sweep_max_model_len"]
+__all__ = ["Overhead", "Plan", "PlanConfig", "overhead_model", "plan", "sweep_max_model_len"]
 
 GIB = 1024**3
 _VERSION_RE = re.compile(r"^\d+\.\d+")
@@ -338,35 +338,3 @@ def sweep_max_model_len(p: Plan, lengths: Iterable[int]) -> list[tuple[int, int,
         out.append((n, c.kv_cache_tokens, c.max_concurrency))
     return out
 
-
-_LOG_PATTERNS = {
-    "weights_gib": re.compile(r"Model loading took:? ([\d.]+) ?G"),
-    "weights_gb_legacy": re.compile(r"Loading model weights took ([\d.]+) ?GB"),
-    "kv_budget_gib": re.compile(r"Available KV cache memory: (-?[\d.]+) GiB"),
-    "kv_cache_tokens": re.compile(r"KV cache size: ([\d,]+) tokens"),
-    "max_concurrency": re.compile(r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x"),
-    "vllm_version": re.compile(r"(?:version|engine \(v)\s*v?(\d+\.\d+[\w.+]*)"),
-}
-
-
-def parse_vllm_log(lines: Iterable[str]) -> dict[str, float | int | str]:
-    """Pull vLLM's memory lines out of a log: weights, KV budget, KV tokens, concurrency.
-
-    The first match of each wins (TP workers print the same line once each).
-    """
-    found: dict[str, float | int | str] = {}
-    for line in lines:
-        for key, pat in _LOG_PATTERNS.items():
-            if key in found:
-                continue
-            m = pat.search(line)
-            if not m:
-                continue
-            raw = m.group(1)
-            if key == "kv_cache_tokens":
-                found[key] = int(raw.replace(",", ""))
-            elif key == "vllm_version":
-                found[key] = raw.rstrip(".")
-            else:
-                found[key] = float(raw)
-    return found

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from benchlib._exceptions import UsageError
+from benchlib._exceptions import UsageError, validation_problems
 from benchlib.recipe._schema import Recipe
 
 __all__ = ["RecipeError", "format_problems", "load_recipe", "map_paths", "recipe_from_dict",
@@ -26,29 +26,13 @@ class RecipeError(UsageError):
         super().__init__(str(path), format_problems(problems))
 
 
-def _key_path(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "(top level)"
-
-
 def format_problems(problems: list[tuple[str, str]]) -> str:
+    """One ``key: message`` line per problem, indented under the recipe's name."""
     return "\n".join(f"  {key}: {msg}" for key, msg in problems)
 
 
 def _problems(exc: ValidationError) -> list[tuple[str, str]]:
-    problems = []
-    for err in exc.errors():
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p))
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key (misspelt?)"
-        problems.append((_key_path(loc), msg))
-    return problems
+    return [(where or "(top level)", msg) for where, msg in validation_problems(exc)]
 
 
 def recipe_from_dict(data: Any, source: Path = Path("<recipe>")) -> Recipe:

@@ -24,7 +24,7 @@ MODEL = ModelSpec(id="org/m", served_name="m")
                   "--n_ctx"]),
 ])
 def test_python_engines(kind: str, expect: list[str]) -> None:
-    spec = EngineSpec(kind=kind, python=Path("/env/bin/python"), port=8123,  # type: ignore[arg-type]
+    spec = EngineSpec(kind=kind, python=Path("/env/bin/python"), port=8123,
                       max_model_len=4096, args=["--x", "1"])
     plan = plan_launch(spec, MODEL, Path("/w/m"))
     assert plan.argv[0] == "/env/bin/python" and plan.argv[-2:] == ["--x", "1"]

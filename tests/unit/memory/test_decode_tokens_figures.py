@@ -58,7 +58,7 @@ def test_text_rules_match_seed_000() -> None:
     assert en.words == (24576, 24576) and en.kilobytes[0] == pytest.approx(128)
     ko = text_for_tokens(32768, "ko")
     assert ko.chars == (39322, 49152)
-    assert ko.kilobytes == (pytest.approx(144), pytest.approx(160))
+    assert ko.kilobytes == pytest.approx((144, 160))
     assert detect_language("안녕하세요 반갑습니다") == "ko"
     assert detect_language("hello world") == "en"
 
@@ -90,5 +90,7 @@ def test_plan_figures() -> None:
                         max_model_len=32768))
     stack, capacity = plan_figures(p)
     assert stack.axes and capacity.axes
-    labels = [t.get_text() for t in stack.axes[0].get_legend().get_texts()]
+    legend = stack.axes[0].get_legend()
+    assert legend is not None
+    labels = [t.get_text() for t in legend.get_texts()]
     assert any(label.startswith("weights") for label in labels)
