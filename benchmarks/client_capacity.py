@@ -81,10 +81,13 @@ def truth_stats(truth: Path) -> dict[str, float]:
 def p99_request_error(requests_jsonl: Path, truth: Path) -> float:
     """99th percentile of |measured − true| TTFT over requests matched by response id."""
     rows = {r["id"]: r for r in map(json.loads, truth.read_text().splitlines())}
-    errors = sorted(
-        abs(r["ttft_ms"] - (rows[r["response_id"]]["content_writes_ns"][0]
-                            - rows[r["response_id"]]["arrival_ns"]) / 1e6)
-        for r in read_requests(requests_jsonl) if r["success"])
+    errors = []
+    for rec in read_requests(requests_jsonl):
+        if rec.success and rec.ttft_ms is not None:
+            row = rows[rec.response_id]
+            true_ttft = (row["content_writes_ns"][0] - row["arrival_ns"]) / 1e6
+            errors.append(abs(rec.ttft_ms - true_ttft))
+    errors.sort()
     return errors[min(len(errors) - 1, int(0.99 * len(errors)))] if errors else 0.0
 
 

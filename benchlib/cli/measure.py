@@ -1,20 +1,54 @@
-"""``benchlib measure``: stream requests at an endpoint and report vLLM-style metrics."""
+"""``benchlib measure``: stream requests at an endpoint and report vLLM-style metrics.
+
+The flags are generated from :class:`~benchlib.measure.MeasureConfig`'s fields: the name
+(``_`` → ``-``), the type (``Literal`` → choices, ``bool`` → a switch that flips the default),
+the default and the help (the field's description) all come from the model, so a setting
+added to :class:`~benchlib.measure.Workload` is a flag too. :data:`_SPECIAL` holds the few
+flags whose spelling or syntax is not the field's (vLLM's ``--metric-percentiles``, the
+``KEY:MS`` goodput pairs); ``--api-key`` is the one flag that is not a field (a secret, never
+in a config). A flag left out is left out of the model's input, so its default is the
+model's.
+"""
 
 from __future__ import annotations
 
 import argparse
-import math
-import os
-from collections.abc import Sequence
+import json
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 
 from pydantic import ValidationError
+from pydantic.fields import FieldInfo
 
-from benchlib._exceptions import MeasureError, UsageError
-from benchlib.cli._common import validation_message
+from benchlib._exceptions import MeasureError, UsageError, validation_message
+from benchlib._secrets import env_secret
 
-__all__ = ["register", "run"]
+if TYPE_CHECKING:
+    from benchlib.measure import MeasureConfig
+
+__all__ = ["config_from_args", "flag_table", "register", "run"]
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """One generated flag: the field it sets, its spelling, argparse's keywords, and how its
+    raw value becomes the field's value."""
+
+    field: str
+    flag: str
+    kwargs: dict[str, Any]
+    parse: Callable[[Any], Any] | None = None
+
+
+def _percentiles(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise UsageError("--metric-percentiles",
+                         f"expected numbers like 50,90,99, got {text!r}") from None
 
 
 def _goodput(values: Sequence[str]) -> dict[str, float]:
@@ -30,67 +64,123 @@ def _goodput(values: Sequence[str]) -> dict[str, float]:
     return slos
 
 
+def _sampling(values: Sequence[str]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise UsageError("--sampling", f"expected KEY=VALUE, got {item!r}")
+        try:
+            fields[key] = json.loads(raw)  # 0.7, true, ["\n"]; anything else is a string
+        except ValueError:
+            fields[key] = raw
+    return fields
+
+
+#: flags whose spelling or syntax is not the field's: field → (flag, argparse keywords, parse)
+_SPECIAL: dict[str, tuple[str, dict[str, Any], Callable[[Any], Any]]] = {
+    "percentiles": ("--metric-percentiles", {"metavar": "P,P,…"}, _percentiles),
+    "goodput": ("--goodput", {"nargs": "+", "metavar": "KEY:MS"}, _goodput),
+    "sampling": ("--sampling", {"nargs": "+", "metavar": "KEY=VALUE"}, _sampling),
+}
+#: flags that set no field
+_NOT_FIELDS = ("--api-key",)
+
+
+def _plain(annotation: Any) -> Any:
+    """``X | None`` → ``X``; anything else unchanged."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return annotation
+
+
+def _default_text(name: str, info: FieldInfo) -> str:
+    """`` (default: …)`` for the help, as the flag would be typed; empty for none."""
+    if name == "output_len":  # see config_from_args
+        return " (default: 128 for the random dataset, none for a file)"
+    default = None if info.is_required() else info.get_default(call_default_factory=True)
+    if default is None or default == {} or default is False:
+        return ""
+    if isinstance(default, tuple):
+        return f" (default: {','.join(f'{x:g}' for x in default)})"
+    return f" (default: {default:g})" if isinstance(default, float) else f" (default: {default})"
+
+
+def _flag(name: str, info: FieldInfo) -> Flag:
+    """The flag of field ``name``: from :data:`_SPECIAL`, else from its type and default."""
+    help_text = (info.description or "").replace("%", "%%")
+    if name in _SPECIAL:
+        flag, syntax, parse = _SPECIAL[name]
+        return Flag(name, flag, {**syntax, "help": help_text + _default_text(name, info)},
+                    parse)
+    kind = _plain(info.annotation)
+    if kind is bool:  # a switch away from the default
+        if info.get_default():
+            return Flag(name, f"--no-{name.replace('_', '-')}",
+                        {"action": "store_false", "help": f"{name} off: {help_text}"})
+        return Flag(name, f"--{name.replace('_', '-')}",
+                    {"action": "store_true", "help": help_text})
+    kwargs: dict[str, Any] = {"help": help_text + _default_text(name, info)}
+    if info.is_required():
+        kwargs["required"] = True
+    if get_origin(kind) is Literal:
+        kwargs["choices"] = list(get_args(kind))
+    elif kind in (int, float, str, Path):
+        kwargs["type"] = kind
+    else:
+        raise TypeError(f"MeasureConfig.{name}: no flag for {kind!r}; add it to _SPECIAL")
+    return Flag(name, f"--{name.replace('_', '-')}", kwargs)
+
+
+def flag_table() -> list[Flag]:
+    """One flag per :class:`~benchlib.measure.MeasureConfig` field: the required ones
+    first, then in field order."""
+    from benchlib.measure import MeasureConfig
+
+    fields = sorted(MeasureConfig.model_fields.items(), key=lambda f: not f[1].is_required())
+    return [_flag(name, info) for name, info in fields]
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("measure", help="stream requests at an OpenAI-compatible endpoint",
                        description="Measure TTFT, TPOT, ITL, E2EL and throughput with vllm "
                        "bench serve's definitions; output tokens from the server's usage.")
-    p.add_argument("--base-url", required=True, help="http://HOST:PORT of the server")
-    p.add_argument("--model", required=True, help="model name the server serves")
-    p.add_argument("--endpoint", choices=["completions", "chat"], default="completions")
-    p.add_argument("--dataset", choices=["random", "file"], default="random")
-    p.add_argument("--dataset-path", type=Path, help="JSONL of prompts or chat messages")
-    p.add_argument("--input-len", type=int, default=1024)
-    p.add_argument("--output-len", type=int, default=None)
-    p.add_argument("--random-range-ratio", type=float, default=0.0)
-    p.add_argument("--range-ratio-mode", choices=["vllm", "sglang"], default="vllm")
-    p.add_argument("--num-prompts", type=int, default=100)
-    p.add_argument("--max-concurrency", type=int, default=None)
-    p.add_argument("--request-rate", type=float, default=math.inf,
-                   help="requests per second (default inf: all at once)")
-    p.add_argument("--burstiness", type=float, default=1.0)
-    p.add_argument("--num-warmups", type=int, default=0)
-    p.add_argument("--request-timeout", type=float, default=600.0, help="seconds per request")
-    p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop at EOS")
-    p.add_argument("--tokenizer", type=Path, help="local tokenizer folder")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--metric-percentiles", default="50,90,95,99")
-    p.add_argument("--goodput", nargs="+", default=[], metavar="KEY:MS")
-    p.add_argument("--result-json", type=Path)
+    for f in flag_table():
+        p.add_argument(f.flag, dest=f.field, default=argparse.SUPPRESS, **f.kwargs)
     p.add_argument("--api-key", help="bearer token (default: $OPENAI_API_KEY); never written")
-    p.add_argument("--disable-tqdm", action="store_true")
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from benchlib.measure import MeasureConfig, format_result, measure
+def config_from_args(args: argparse.Namespace) -> MeasureConfig:
+    """The :class:`~benchlib.measure.MeasureConfig` of parsed flags; a bad value raises
+    :class:`~benchlib.UsageError` naming its flag (exit code 2)."""
+    from benchlib.measure import MeasureConfig
 
+    table = flag_table()
+    given = {f.field: f.parse(getattr(args, f.field)) if f.parse else getattr(args, f.field)
+             for f in table if hasattr(args, f.field)}
+    if "output_len" not in given and given.get("dataset") == "file":
+        given["output_len"] = None  # a file's prompts: their own output_len, else no limit
     try:
-        percentiles = tuple(float(x) for x in args.metric_percentiles.split(",") if x.strip())
-    except ValueError:
-        raise UsageError("--metric-percentiles",
-                         f"expected numbers like 50,90,99, got {args.metric_percentiles!r}"
-                         ) from None
-    try:
-        cfg = MeasureConfig(
-            base_url=args.base_url, model=args.model, endpoint=args.endpoint,
-            dataset=args.dataset, dataset_path=args.dataset_path, input_len=args.input_len,
-            output_len=args.output_len if args.output_len is not None else (
-                128 if args.dataset == "random" else None),
-            random_range_ratio=args.random_range_ratio, range_ratio_mode=args.range_ratio_mode,
-            num_prompts=args.num_prompts, max_concurrency=args.max_concurrency,
-            request_rate=args.request_rate, burstiness=args.burstiness,
-            num_warmups=args.num_warmups, request_timeout=args.request_timeout,
-            ignore_eos=not args.no_ignore_eos, tokenizer=args.tokenizer, seed=args.seed,
-            percentiles=percentiles, goodput=_goodput(args.goodput),
-            result_json=args.result_json, disable_tqdm=args.disable_tqdm)
+        return MeasureConfig(**given)
     except ValidationError as exc:
-        raise UsageError("measure", validation_message(exc)) from None
-    api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or None
+        flags = {f.field: f.flag for f in table}
+        raise UsageError("measure", validation_message(exc, flags=flags)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from benchlib.measure import format_result, measure
+
+    cfg = config_from_args(args)
+    api_key = args.api_key or env_secret("OPENAI_API_KEY")
     result = measure(cfg, api_key=api_key)
-    print(format_result(result, percentiles), flush=True)
+    print(format_result(result, cfg.percentiles), flush=True)
     if cfg.result_json is not None:
         print(f"result: {cfg.result_json}", flush=True)
-    if result["completed"] == 0:
-        first = next((e for e in result["errors"] if e), "unknown error")
-        raise MeasureError(f"all {result['failed']} requests failed; first error: {first}")
+    if result.completed == 0:
+        first = next((e for e in result.errors if e), "unknown error")
+        raise MeasureError(f"all {result.failed} requests failed; first error: {first}")
     return 0
+

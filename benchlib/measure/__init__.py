@@ -1,20 +1,56 @@
 """Streaming measurement of OpenAI-compatible endpoints, with ``vllm bench serve``'s
-definitions and JSON keys and the wire's accuracy (kernel receive stamps)."""
+definitions and JSON keys and the wire's accuracy (kernel receive stamps).
+
+Typed at the boundaries: a :class:`Workload` (shared with the recipe's scenarios) inside a
+:class:`MeasureConfig` goes in; a :class:`MeasureResult` (the result JSON) comes out, and a
+:class:`RequestRecord` per request goes to the ``.requests.jsonl`` as each request ends.
+"""
 
 from benchlib.measure._config import MeasureConfig
-from benchlib.measure._connection import Endpoint, StreamCapture
+from benchlib.measure._connection import StreamCapture
 from benchlib.measure._datasets import file_prompts, length_range, random_prompts
-from benchlib.measure._metrics import percentile_key, summarize
+from benchlib.measure._endpoint import Endpoint
+from benchlib.measure._limits import open_file_limit, raise_open_file_limit
+from benchlib.measure._metrics import summarize
+from benchlib.measure._records import RequestRecord, read_requests, requests_path
 from benchlib.measure._report import format_result
 from benchlib.measure._request import Prompt, RequestOutcome, build_body, decode_capture
-from benchlib.measure._run import load_tokenizer, measure, read_requests, requests_path
+from benchlib.measure._result import (
+    METRICS,
+    MeasureResult,
+    RunMetrics,
+    RunSettings,
+    TokenSources,
+    percentile_key,
+)
+from benchlib.measure._run import load_tokenizer, measure
+from benchlib.measure._timing import Timing
+from benchlib.measure._workload import (
+    EndpointSetting,
+    OutputLen,
+    RequestTimeout,
+    Warmups,
+    Workload,
+)
 
 __all__ = [
+    "METRICS",
     "Endpoint",
+    "EndpointSetting",
     "MeasureConfig",
+    "MeasureResult",
+    "OutputLen",
     "Prompt",
     "RequestOutcome",
+    "RequestRecord",
+    "RequestTimeout",
+    "RunMetrics",
+    "RunSettings",
     "StreamCapture",
+    "Timing",
+    "TokenSources",
+    "Warmups",
+    "Workload",
     "build_body",
     "decode_capture",
     "file_prompts",
@@ -22,7 +58,9 @@ __all__ = [
     "length_range",
     "load_tokenizer",
     "measure",
+    "open_file_limit",
     "percentile_key",
+    "raise_open_file_limit",
     "random_prompts",
     "read_requests",
     "requests_path",

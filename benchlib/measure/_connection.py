@@ -9,7 +9,9 @@ the least it can: stamp, unframe, and append ``(arrival_ns, payload)``; JSON is 
 the request ends.
 
 The clock of a request starts immediately before its bytes are handed to the socket: building
-the request, waiting for a free connection or for the event loop are not counted.
+the request, waiting for a free connection or for the event loop are not counted. Where
+requests go is :mod:`benchlib.measure._endpoint`; the connections a run shares are
+:mod:`benchlib.measure._pool`'s.
 """
 
 from __future__ import annotations
@@ -19,46 +21,16 @@ import contextlib
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urlsplit
 
 import h11
 
 from benchlib._wire import ANC_BUFSIZE, ClockMap, enable_rx_timestamps, rx_timestamp_ns
+from benchlib.measure._endpoint import Address, Endpoint, resolve
 from benchlib.measure._sse import SSEDecoder
 
-__all__ = ["Address", "Connection", "ConnectionPool", "Endpoint", "StreamCapture", "resolve"]
+__all__ = ["Connection", "StreamCapture"]
 
 _RECV_BUFSIZE = 1 << 18
-#: handshakes in flight at once while a pool opens
-CONNECT_CONCURRENCY = 128
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """Where requests go: host, port and the URL path prefix of an ``http://`` base URL."""
-
-    host: str
-    port: int
-    prefix: str
-
-    @classmethod
-    def parse(cls, base_url: str) -> Endpoint:
-        """Parse ``http://host:port[/prefix]``; a trailing ``/v1`` is kept as the prefix."""
-        parts = urlsplit(base_url)
-        if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"expected http://HOST[:PORT][/PATH], got {base_url!r}")
-        return cls(parts.hostname, parts.port or 80, parts.path.rstrip("/"))
-
-    def path(self, api_path: str) -> str:
-        """The request target for an API path such as ``/v1/completions``."""
-        if self.prefix.endswith("/v1") and api_path.startswith("/v1/"):
-            return self.prefix + api_path[3:]
-        return self.prefix + api_path
-
-    @property
-    def host_header(self) -> str:
-        return f"{self.host}:{self.port}"
 
 
 @dataclass(slots=True)
@@ -115,21 +87,6 @@ def _os_error_message(exc: OSError, capture: StreamCapture | None, sending: bool
     return f"connection error: {exc.strerror or exc}"
 
 
-#: one resolved address: family, type, protocol, sockaddr
-Address = tuple[socket.AddressFamily, socket.SocketKind, int, Any]
-
-
-async def resolve(endpoint: Endpoint) -> list[Address]:
-    """The endpoint's addresses, resolved once (per pool, not per connection)."""
-    loop = asyncio.get_running_loop()
-    infos = await loop.getaddrinfo(endpoint.host, endpoint.port, type=socket.SOCK_STREAM)
-    return [(family, kind, proto, addr) for family, kind, proto, _, addr in infos]
-
-
-#: idle keep-alive connections older than this are replaced (uvicorn closes them at 5 s)
-MAX_IDLE_S = 4.0
-
-
 class Connection:
     """One TCP connection driven from the event loop's reader callback."""
 
@@ -172,6 +129,11 @@ class Connection:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             return cls(endpoint, sock, enable_rx_timestamps(sock))
         raise last or OSError(f"cannot resolve {endpoint.host}")
+
+    @property
+    def kernel_clock(self) -> bool:
+        """Whether this socket's reads carry kernel receive stamps."""
+        return self._kernel_clock
 
     @property
     def reusable(self) -> bool:
@@ -346,71 +308,3 @@ class Connection:
             self._loop.remove_reader(self._sock.fileno())
         self._sock.close()
 
-
-class ConnectionPool:
-    """Keep-alive connections shared by all requests, opened before the timed phase.
-
-    Opening is bounded (:data:`CONNECT_CONCURRENCY` handshakes in flight), so a thousand
-    connections opened at once do not overflow the server's SYN or accept backlog (a
-    dropped SYN costs a one-second retransmit, or a connect timeout).
-    """
-
-    def __init__(self, endpoint: Endpoint, size: int, connect_timeout: float) -> None:
-        self.endpoint = endpoint
-        self.size = size
-        self._connect_timeout = connect_timeout
-        self._idle: list[Connection] = []
-        self._addrs: list[Address] | None = None
-        self._connecting: asyncio.Semaphore | None = None
-
-    async def open(self) -> None:
-        """Open ``size`` connections now, so no request pays for a handshake.
-
-        Failures are not raised here: a request that finds no connection opens its own and
-        records why that failed, so an unreachable server shows up per request.
-        """
-        try:
-            self._addrs = await resolve(self.endpoint)
-        except OSError:
-            return  # each request will try again and name the error
-        conns = await asyncio.gather(*(self._connect() for _ in range(self.size)),
-                                     return_exceptions=True)
-        self._idle.extend(c for c in conns if isinstance(c, Connection))
-
-    async def _connect(self) -> Connection:
-        if self._connecting is None:
-            self._connecting = asyncio.Semaphore(CONNECT_CONCURRENCY)
-        async with self._connecting:
-            return await Connection.open(self.endpoint, self._connect_timeout, self._addrs)
-
-    @property
-    def kernel_clock(self) -> bool:
-        return all(c._kernel_clock for c in self._idle) if self._idle else False
-
-    async def acquire(self) -> Connection:
-        """An idle connection the server still holds open, or a new one.
-
-        A connection idle for :data:`MAX_IDLE_S` or more is replaced, not reused: servers
-        close idle keep-alive connections (uvicorn, under vLLM and SGLang, after 5 s), and one
-        that closes just as a request goes out fails that request "before responding". The
-        new connect happens before the request's clock starts.
-        """
-        now = time.perf_counter()
-        while self._idle:
-            conn = self._idle.pop()
-            if conn.reusable and now - conn.idle_since < MAX_IDLE_S and not conn.hung_up():
-                return conn
-            conn.close()
-        return await self._connect()
-
-    def release(self, conn: Connection) -> None:
-        if conn.reusable:
-            conn.idle_since = time.perf_counter()
-            self._idle.append(conn)
-        else:
-            conn.close()
-
-    def close(self) -> None:
-        for conn in self._idle:
-            conn.close()
-        self._idle.clear()

@@ -1,9 +1,10 @@
 """The load generator: paced releases, a concurrency limit, warmups, timeouts.
 
 Everything that costs time is done before the timed phase: request bodies are built, arrival
-offsets drawn and the keep-alive connections opened. During it, a request waits for its
-release time, then for a concurrency slot, then for an idle connection; its clock starts only
-when its bytes go to the socket (see :mod:`benchlib.measure._connection`).
+offsets drawn and the keep-alive connections opened (:mod:`benchlib.measure._pool`). During
+it, a request waits for its release time, then for a concurrency slot, then for an idle
+connection; its clock starts only when its bytes go to the socket (see
+:mod:`benchlib.measure._connection`).
 
 Every stream in flight holds a socket, so before the run the process's soft open-file limit
 (``RLIMIT_NOFILE``, often 1024) is raised as far as the run can need, up to the hard limit
@@ -29,8 +30,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from benchlib.measure._arrivals import arrival_offsets
-from benchlib.measure._connection import ConnectionPool, Endpoint, StreamCapture
+from benchlib.measure._connection import StreamCapture
+from benchlib.measure._endpoint import Endpoint
 from benchlib.measure._limits import open_file_limit, raise_open_file_limit
+from benchlib.measure._pool import ConnectionPool
 from benchlib.measure._request import API_PATHS, EndpointKind, RequestOutcome, decode_capture
 
 __all__ = ["LoadPlan", "run_load"]

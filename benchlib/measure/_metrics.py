@@ -26,7 +26,8 @@ measured: two events of one read are counted in ``timing.coalesced_gaps`` instea
 ``*_itl_per_token_ms``, ``peak_output_tokens_per_s`` (tokens), ``peak_concurrent_requests``
 (true overlap), ``total_input_tokens_server`` / ``_dataset``, ``duration_first_send_ms``,
 ``mean_tokens_per_chunk``, ``buffered_streams`` and the ``timing`` self-check
-(:mod:`benchlib.measure._timing`).
+(:mod:`benchlib.measure._timing`). The keys' types and descriptions are
+:class:`~benchlib.measure.RunMetrics`'.
 """
 
 from __future__ import annotations
@@ -38,17 +39,13 @@ from typing import Any
 import numpy as np
 
 from benchlib.measure._request import RequestOutcome
+from benchlib.measure._result import RunMetrics, percentile_key
 from benchlib.measure._timing import timing_summary
 
-__all__ = ["percentile_key", "summarize"]
+__all__ = ["summarize"]
 
 _NS = 1e9
 _MS = 1e6
-
-
-def percentile_key(p: float) -> str:
-    """``99`` → ``p99``, ``99.9`` → ``p99.9`` (the reference's key spelling)."""
-    return f"p{int(p)}" if float(p).is_integer() else f"p{p}"
 
 
 def _stats(name: str, values_ms: Sequence[float], percentiles: Sequence[float]
@@ -147,7 +144,7 @@ def _per_token_itls(o: RequestOutcome, counts: Sequence[float]) -> list[float]:
 def summarize(outcomes: Sequence[RequestOutcome], token_counts: Sequence[Sequence[float]], *,
               duration_ns: int, percentiles: Sequence[float],
               goodput: dict[str, float] | None = None, max_concurrency: int | None = None,
-              request_rate: float = math.inf) -> dict[str, Any]:
+              request_rate: float = math.inf) -> RunMetrics:
     """Metrics over ``outcomes`` (in request order); ``token_counts[i]`` are the per-chunk
     token counts of ``outcomes[i]`` (see ``chunk_token_counts``); ``duration_ns`` is the
     reference's duration (load start → last request's end)."""
@@ -246,4 +243,4 @@ def summarize(outcomes: Sequence[RequestOutcome], token_counts: Sequence[Sequenc
     result["queue_times"] = [o.queue_ns / _NS for o in outcomes]
     result["generated_texts"] = [o.text for o in outcomes]
     result["errors"] = [o.error for o in outcomes]
-    return result
+    return RunMetrics.model_validate(result)

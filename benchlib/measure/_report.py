@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchlib.measure._metrics import percentile_key
+from benchlib.measure._result import MeasureResult, percentile_key
 
 __all__ = ["format_result"]
 
@@ -32,7 +32,7 @@ def _row(label: str, value: Any) -> str:
     return f"{label:<40} {value!s:<10}"
 
 
-def _timing_lines(timing: dict[str, Any]) -> list[str]:
+def _timing_lines(timing: Mapping[str, Any]) -> list[str]:
     """The timing self-check: which clock, how exact, and what to do when the client is the
     limit (benchlib's addition)."""
     lines = ["{s:{c}^{n}}".format(s="Timing self-check (benchlib)", n=50, c="-")]
@@ -76,10 +76,14 @@ def _failure_lines(errors: Sequence[str]) -> list[str]:
     return lines
 
 
-def format_result(result: dict[str, Any], percentiles: Sequence[float]) -> str:
-    """The block as text. Rows and labels follow the reference; benchlib's extra rows are
-    marked so nobody mistakes them for reference numbers. Failures are listed by cause, and
-    output tokens counted by the tokenizer (the server sent no usage) are said to be."""
+def format_result(result: MeasureResult | Mapping[str, Any], percentiles: Sequence[float]
+                  ) -> str:
+    """The block as text, from a result or its JSON object (a saved result file). Rows and
+    labels follow the reference; benchlib's extra rows are marked so nobody mistakes them
+    for reference numbers. Failures are listed by cause, and output tokens counted by the
+    tokenizer (the server sent no usage) are said to be."""
+    if isinstance(result, MeasureResult):
+        result = result.to_json()
     lines = ["{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")]
     lines.append(_row("Successful requests:", result["completed"]))
     lines.append(_row("Failed requests:", result["failed"]))

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from benchlib.measure._connection import StreamCapture
 
-__all__ = ["CLIENT_LAG_MS", "EventTimes", "event_times", "timing_summary"]
+__all__ = ["CLIENT_LAG_MS", "EventTimes", "Timing", "event_times", "timing_summary"]
 
 #: a read more than this late (user-space read − kernel stamp) at the 99th percentile means
 #: the client, not the server, set the accuracy: events coalesce into one read from there on
@@ -107,31 +108,69 @@ def _pct(values: Sequence[float], p: float) -> float | None:
     return float(np.percentile(np.asarray(values, dtype=np.float64), p)) if values else None
 
 
+class Timing(BaseModel):
+    """The result's ``timing`` block: how far this run's times can be trusted.
+
+    Over successful requests; ``null`` where there was nothing to measure.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    clock: Literal["kernel", "userspace", "mixed", "none"] = Field(
+        description="what timed the requests: kernel receive stamps on every read, the time "
+                    "Python read the bytes, a mix of both, or none (no request succeeded)")
+    stamped_read_fraction: float | None = Field(
+        description="reads that carried a kernel receive stamp, as a fraction of all reads")
+    exact_ttft_fraction: float | None = Field(
+        description="TTFTs (to the first text) that are exact stamps rather than upper bounds")
+    p50_ttft_uncertainty_ms: float | None = Field(
+        description="median TTFT bound width: upper − lower bound of the first text's arrival")
+    p99_ttft_uncertainty_ms: float | None = Field(
+        description="99th percentile of that width")
+    max_ttft_uncertainty_ms: float | None = Field(description="largest such width")
+    p99_read_lag_ms: float | None = Field(
+        description="99th percentile of when Python read the bytes − when they arrived "
+                    "(stamped reads): how late the client read its sockets")
+    client_bound: bool | None = Field(
+        description="p99_read_lag_ms exceeded client_lag_limit_ms: the client, not the "
+                    "server, limited the accuracy (events merged into one read); run fewer "
+                    "streams per process")
+    client_lag_limit_ms: float = Field(
+        description="the read lag above which a run counts as client_bound")
+    coalesced_gaps: int = Field(
+        description="gaps between text events that one read delivered together, over all "
+                    "successful requests (not measured, not reported as ITLs)")
+    clock_stepped_requests: int = Field(
+        description="requests, failed ones too, during which a realtime clock step was caught "
+                    "(timed from read times instead)")
+
+
 def timing_summary(ttft_bounds: Sequence[tuple[int, int, bool]], clocks: Sequence[ClockKind],
                    stepped: int, read_lags_ns: Sequence[int], reads: int, stamped_reads: int,
-                   coalesced_gaps: int) -> dict[str, Any]:
+                   coalesced_gaps: int) -> Timing:
     """The run's ``timing`` block.
 
     ``ttft_bounds`` holds ``(upper_ns, lower_ns, exact)`` of each successful request's first
     text event; ``clocks`` the clock each successful request was timed with.
     """
     kinds = set(clocks)
-    clock: str = "mixed" if len(kinds) > 1 else (kinds.pop() if kinds else "none")
+    clock: Literal["kernel", "userspace", "mixed", "none"] = (
+        "mixed" if len(kinds) > 1 else (kinds.pop() if kinds else "none"))
     widths = [(u - lo) / _MS for u, lo, _ in ttft_bounds]
     lags_ms = [g / _MS for g in read_lags_ns]
     p99_lag = _pct(lags_ms, 99)
     client_bound: bool | None = None if p99_lag is None else p99_lag > CLIENT_LAG_MS
-    return {
-        "clock": clock,
-        "stamped_read_fraction": stamped_reads / reads if reads else None,
-        "exact_ttft_fraction": (sum(e for _, _, e in ttft_bounds) / len(ttft_bounds)
-                                if ttft_bounds else None),
-        "p50_ttft_uncertainty_ms": _pct(widths, 50),
-        "p99_ttft_uncertainty_ms": _pct(widths, 99),
-        "max_ttft_uncertainty_ms": max(widths) if widths else None,
-        "p99_read_lag_ms": p99_lag,
-        "client_bound": client_bound,
-        "client_lag_limit_ms": CLIENT_LAG_MS,
-        "coalesced_gaps": coalesced_gaps,
-        "clock_stepped_requests": stepped,
-    }
+    return Timing(
+        clock=clock,
+        stamped_read_fraction=stamped_reads / reads if reads else None,
+        exact_ttft_fraction=(sum(e for _, _, e in ttft_bounds) / len(ttft_bounds)
+                             if ttft_bounds else None),
+        p50_ttft_uncertainty_ms=_pct(widths, 50),
+        p99_ttft_uncertainty_ms=_pct(widths, 99),
+        max_ttft_uncertainty_ms=max(widths) if widths else None,
+        p99_read_lag_ms=p99_lag,
+        client_bound=client_bound,
+        client_lag_limit_ms=CLIENT_LAG_MS,
+        coalesced_gaps=coalesced_gaps,
+        clock_stepped_requests=stepped,
+    )

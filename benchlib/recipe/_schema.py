@@ -8,7 +8,6 @@ recipe names the environment variable that holds them (``api_key_env``, ``hf_tok
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -21,7 +20,16 @@ from pydantic import (
     model_validator,
 )
 
+from benchlib._exceptions import validation_message
 from benchlib._secrets import SECRET_FLAGS, is_env_ref, is_secret_name
+from benchlib.measure import (
+    EndpointSetting,
+    MeasureConfig,
+    OutputLen,
+    RequestTimeout,
+    Warmups,
+    Workload,
+)
 
 __all__ = [
     "CompareSpec",
@@ -122,26 +130,29 @@ class HardwareSpec(_Strict):
     power_limit_w: float | None = Field(None, gt=0)
 
 
-class Scenario(_Strict):
-    """One workload, measured at each concurrency in turn."""
+class Scenario(Workload):
+    """One workload, measured at each concurrency in turn.
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    endpoint: Literal["completions", "chat"] = "chat"
-    dataset: Literal["random", "file"] = "random"
-    dataset_path: Path | None = None
-    input_len: int = Field(1024, ge=1)
-    output_len: int = Field(128, ge=1)
-    random_range_ratio: float = Field(0.0, ge=0.0, lt=1.0)
-    concurrencies: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1],
-                                                            min_length=1)
+    Its settings are :class:`~benchlib.measure.Workload`'s (the same fields, descriptions
+    and checks as ``benchlib measure``'s flags), with a recipe's defaults (chat, one warmup)
+    and its YAML key ``request_timeout_s``; :meth:`measure_config` turns it into a run's
+    :class:`~benchlib.measure.MeasureConfig`.
+    """
+
+    # the snapshot (recipe.json) keeps the YAML's keys, so it loads back as a recipe
+    model_config = ConfigDict(serialize_by_alias=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="unique within the recipe: "
+                      "names the scenario's results and files")
+    endpoint: EndpointSetting = "chat"
+    output_len: OutputLen = 128
+    num_warmups: Warmups = 1
+    request_timeout: Annotated[RequestTimeout, Field(alias="request_timeout_s")] = 600.0
+    concurrencies: list[Annotated[int, Field(ge=1)]] = Field(
+        default_factory=lambda: [1], min_length=1,
+        description="max_concurrency of each measurement, in order")
     num_prompts: int | list[Annotated[int, Field(ge=1)]] = Field(
         8, description="per concurrency: one number for all, or one per concurrency")
-    request_rate: float = Field(math.inf, gt=0)
-    burstiness: float = Field(1.0, gt=0)
-    num_warmups: int = Field(1, ge=0)
-    request_timeout_s: float = Field(600.0, gt=0)
-    ignore_eos: bool = True
-    sampling: dict[str, float | int | str | bool] = Field(default_factory=dict)
     ramp_input_lens: list[Annotated[int, Field(ge=1)]] = Field(
         default_factory=list,
         description="long-context ramp: one request per input length, in order, at "
@@ -160,13 +171,33 @@ class Scenario(_Strict):
         elif len(self.num_prompts) != len(self.concurrencies):
             raise ValueError(f"num_prompts lists {len(self.num_prompts)} counts for "
                              f"{len(self.concurrencies)} concurrencies")
-        if self.dataset == "file" and self.dataset_path is None:
-            raise ValueError("dataset file needs dataset_path")
         if self.ramp_input_lens and self.dataset != "random":
             raise ValueError("ramp_input_lens needs the random dataset")
         if self.ramp_input_lens != sorted(self.ramp_input_lens):
             raise ValueError("ramp_input_lens must go up")
         return self
+
+    @property
+    def request_timeout_s(self) -> float:
+        """The YAML key's spelling of :attr:`request_timeout`."""
+        return self.request_timeout
+
+    def measure_config(self, *, base_url: str, model: str, tokenizer: Path | None,
+                       result_json: Path | None, max_concurrency: int | None,
+                       num_prompts: int, input_len: int | None = None,
+                       num_warmups: int | None = None,
+                       disable_tqdm: bool = True) -> MeasureConfig:
+        """The run of this scenario at one concurrency (or one ramp length): every workload
+        setting as the recipe gives it (its seed too); ``input_len`` and ``num_warmups``
+        override the scenario's (a ramp step: its length, no warmup)."""
+        workload = {name: getattr(self, name) for name in Workload.model_fields}
+        if input_len is not None:
+            workload["input_len"] = input_len
+        if num_warmups is not None:
+            workload["num_warmups"] = num_warmups
+        return MeasureConfig(**workload, base_url=base_url, model=model, tokenizer=tokenizer,
+                             result_json=result_json, max_concurrency=max_concurrency,
+                             num_prompts=num_prompts, disable_tqdm=disable_tqdm)
 
     def prompts_at(self, index: int) -> int:
         """The number of prompts to send at ``concurrencies[index]``."""
@@ -209,11 +240,7 @@ class Recipe(_Strict):
         try:
             PlanConfig(model=Path("config.json"), **self.plan)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"plan.{'.'.join(str(p) for p in e['loc'])}: "
-                f"{'unknown key (misspelt?)' if e['type'] == 'extra_forbidden' else e['msg']}"
-                for e in exc.errors())
-            raise ValueError(problems) from None
+            raise ValueError(validation_message(exc, prefix="plan.")) from None
         return self
 
     @model_validator(mode="after")

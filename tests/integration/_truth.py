@@ -7,6 +7,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from benchlib.measure import read_requests
+
 
 def load_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -16,16 +18,16 @@ def errors_vs_truth(requests_jsonl: Path, truth_jsonl: Path) -> dict[str, float]
     """Median measured-minus-true TTFT and TPOT (ms) over requests matched by response id."""
     truth = {t["id"]: t for t in load_jsonl(truth_jsonl)}
     ttft_err, tpot_err, true_ttft = [], [], []
-    for r in load_jsonl(requests_jsonl):
-        t = truth[r["response_id"]]
+    for r in read_requests(requests_jsonl):
+        t = truth[r.response_id]
         writes = t["content_writes_ns"]
         tt = (writes[0] - t["arrival_ns"]) / 1e6
         te2e = (writes[-1] - t["arrival_ns"]) / 1e6
         true_ttft.append(tt)
-        ttft_err.append(r["ttft_ms"] - tt)
+        ttft_err.append(r.ttft_ms - tt)
         n = t["completion_tokens"]
         if n > 1:
-            tpot_err.append(r["tpot_ms"] - (te2e - tt) / (n - 1))
+            tpot_err.append(r.tpot_ms - (te2e - tt) / (n - 1))
     return {"ttft": statistics.median(ttft_err), "tpot": statistics.median(tpot_err),
             "true_ttft": statistics.median(true_ttft)}
 
@@ -35,11 +37,11 @@ def bracket_coverage(requests_jsonl: Path, truth_jsonl: Path, slack_ms: float = 
     each end widened by ``slack_ms``."""
     truth = {t["id"]: t for t in load_jsonl(truth_jsonl)}
     inside = total = 0
-    for r in load_jsonl(requests_jsonl):
-        if not r["success"]:
+    for r in read_requests(requests_jsonl):
+        if not r.success or r.ttft_ms is None or r.ttft_lower_ms is None:
             continue
-        t = truth[r["response_id"]]
+        t = truth[r.response_id]
         tt = (t["content_writes_ns"][0] - t["arrival_ns"]) / 1e6
         total += 1
-        inside += r["ttft_lower_ms"] - slack_ms <= tt <= r["ttft_ms"] + slack_ms
+        inside += r.ttft_lower_ms - slack_ms <= tt <= r.ttft_ms + slack_ms
     return inside / total if total else 0.0

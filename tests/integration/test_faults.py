@@ -22,7 +22,14 @@ from typing import Any
 
 import pytest
 
-from benchlib.measure import MeasureConfig, measure, read_requests, requests_path
+from benchlib.measure import (
+    MeasureConfig,
+    MeasureResult,
+    RequestRecord,
+    measure,
+    read_requests,
+    requests_path,
+)
 
 from ._truth import load_jsonl
 
@@ -47,7 +54,7 @@ TTFT_MS, ITL_MS = 10.0, 3.0
 
 
 def run(server: Any, tmp_path: Path, tiny_model: Path, name: str, **kw: Any
-        ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        ) -> tuple[MeasureResult, list[RequestRecord]]:
     out = tmp_path / f"{name}.json"
     args: dict[str, Any] = dict(base_url=server.url, model="scripted", tokenizer=tiny_model,
                                 endpoint="chat", input_len=16, output_len=OUTPUT_LEN,
@@ -55,11 +62,11 @@ def run(server: Any, tmp_path: Path, tiny_model: Path, name: str, **kw: Any
                                 result_json=out, disable_tqdm=True)
     args.update(kw)
     result = measure(MeasureConfig(**args))
-    assert json.loads(out.read_text())["completed"] == result["completed"]
+    assert json.loads(out.read_text())["completed"] == result.completed
     return result, read_requests(requests_path(out))
 
 
-def check_successes_against_truth(records: list[dict[str, Any]], truth_path: Path,
+def check_successes_against_truth(records: list[RequestRecord], truth_path: Path,
                                   ttft_tol_ms: float = 1.0) -> int:
     """Every successful request matches its truth row: tokens, chunks, TTFT and E2EL.
 
@@ -68,16 +75,16 @@ def check_successes_against_truth(records: list[dict[str, Any]], truth_path: Pat
     reach the client. Those requests' E2EL is not compared.
     """
     truth = {t["id"]: t for t in load_jsonl(truth_path)}
-    ok = [r for r in records if r["success"]]
+    ok = [r for r in records if r.success]
     for r in ok:
-        t = truth[r["response_id"]]
+        t = truth[r.response_id]
         writes = t["content_writes_ns"]
-        assert r["output_tokens"] == t["completion_tokens"] == OUTPUT_LEN
-        assert r["output_tokens_source"] == "usage"
-        assert len(r["itl_text_only_ms"]) + r["coalesced_gaps"] == len(writes) - 1
-        assert abs(r["ttft_ms"] - (writes[0] - t["arrival_ns"]) / 1e6) < ttft_tol_ms, r
+        assert r.output_tokens == t["completion_tokens"] == OUTPUT_LEN
+        assert r.output_tokens_source == "usage"
+        assert len(r.itl_text_only_ms) + r.coalesced_gaps == len(writes) - 1
+        assert abs(r.ttft_ms - (writes[0] - t["arrival_ns"]) / 1e6) < ttft_tol_ms, r
         if t.get("fault") != "huge-chunk":
-            assert abs(r["e2el_ms"] - (writes[-1] - t["arrival_ns"]) / 1e6) < ttft_tol_ms, r
+            assert abs(r.e2el_ms - (writes[-1] - t["arrival_ns"]) / 1e6) < ttft_tol_ms, r
     return len(ok)
 
 
@@ -87,11 +94,11 @@ def test_each_fault_is_named_and_the_run_goes_on(kind: str, scripted: Callable[.
     server = scripted("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS),
                       "--fault", f"{kind}:every=2")
     result, records = run(server, tmp_path, tiny_model, kind)
-    assert (result["completed"], result["failed"]) == (3, 3), result["errors"]
-    assert len(records) == 6 and sorted(r["index"] for r in records) == list(range(6))
-    failed = [r for r in records if not r["success"]]
+    assert (result.completed, result.failed) == (3, 3), result.errors
+    assert len(records) == 6 and sorted(r.index for r in records) == list(range(6))
+    failed = [r for r in records if not r.success]
     for r in failed:
-        assert r["error"].startswith(FAULT_ERRORS[kind]), r["error"]
+        assert r.error.startswith(FAULT_ERRORS[kind]), r.error
     assert check_successes_against_truth(records, server.truth) == 3
     faulted = [t for t in load_jsonl(server.truth) if t.get("fault") == kind]
     assert len(faulted) == 3
@@ -107,9 +114,9 @@ def test_huge_chunks_and_empty_choices_succeed(scripted: Callable[..., Any], tmp
                       "--fault", "huge-chunk:every=3", "--fault", "empty-choices",
                       "--huge-chunk-bytes", str(size))
     result, records = run(server, tmp_path, tiny_model, "shapes")
-    assert result["completed"] == 6, result["errors"]
+    assert result.completed == 6, result.errors
     assert check_successes_against_truth(records, server.truth) == 6
-    huge = sorted(len(r["generated_text"]) for r in records)
+    huge = sorted(len(r.generated_text) for r in records)
     assert huge[-2] > size and huge[-3] < 100  # two requests carried one 2-MiB chunk
 
 
@@ -122,12 +129,12 @@ def test_mixed_faults_fail_named_and_the_rest_stay_exact(scripted: Callable[...,
     server = scripted("--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS), *faults)
     result, records = run(server, tmp_path, tiny_model, "mixed", num_prompts=48,
                           max_concurrency=6)
-    assert (result["completed"], result["failed"]) == (12, 36)
+    assert (result.completed, result.failed) == (12, 36)
     assert len(records) == 48
     causes: dict[str, int] = {}
     for r in records:
-        if not r["success"]:
-            kind = next(k for k in kinds if r["error"].startswith(FAULT_ERRORS[k]))
+        if not r.success:
+            kind = next(k for k in kinds if r.error.startswith(FAULT_ERRORS[k]))
             causes[kind] = causes.get(kind, 0) + 1
     assert causes == dict.fromkeys(kinds, 4)
     assert check_successes_against_truth(records, server.truth, ttft_tol_ms=2.0) == 12
@@ -140,7 +147,7 @@ def test_idle_connections_closed_by_the_server_are_not_used(scripted: Callable[.
     server = scripted("--ttft-ms", "2", "--itl-ms", "1", "--idle-timeout", "0.2")
     result, _ = run(server, tmp_path, tiny_model, "idle", num_prompts=4,
                     max_concurrency=None, request_rate=4.0, burstiness=float("inf"))
-    assert result["completed"] == 4, result["errors"]
+    assert result.completed == 4, result.errors
 
 
 def free_port() -> int:
@@ -196,7 +203,7 @@ def test_cli_connection_refused_is_named(tmp_path: Path, tiny_model: Path) -> No
                              "--num-prompts", "3"))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout
     assert f"first error: cannot connect to 127.0.0.1:{port}: Connection refused" in proc.stderr
-    assert [r["error"] for r in read_requests(requests_path(out))] == [
+    assert [r.error for r in read_requests(requests_path(out))] == [
         f"cannot connect to 127.0.0.1:{port}: Connection refused"] * 3
 
 
@@ -235,8 +242,8 @@ def test_sigkill_keeps_every_finished_request(scripted: Callable[..., Any], tmp_
             json.loads(lines[-1])
     records = read_requests(jsonl)
     assert len(records) == len(whole) < 200
-    assert all(r["success"] for r in records)
-    ids = [r["response_id"] for r in records]
+    assert all(r.success for r in records)
+    ids = [r.response_id for r in records]
     assert len(set(ids)) == len(ids)
     # every request the server had finished well before the kill has its line
     time.sleep(0.3)

@@ -8,18 +8,16 @@ the listen backlog does not overflow.
 
 from __future__ import annotations
 
-import json
 import resource
 import statistics
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from benchlib.measure import read_requests, requests_path
+from benchlib.measure import MeasureResult, read_requests, requests_path
 
 from ._truth import bracket_coverage, load_jsonl
 
@@ -62,7 +60,7 @@ def fast_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 def _measure(url: str, out: Path, tiny_model: Path, *, output_len: int, num_prompts: int
-             ) -> tuple[dict[str, Any], str]:
+             ) -> tuple[MeasureResult, str]:
     """``benchlib measure`` at :data:`STREAMS` streams in a process with a soft limit of 1024
     open files; the result JSON and the console."""
     proc = subprocess.run(
@@ -72,7 +70,7 @@ def _measure(url: str, out: Path, tiny_model: Path, *, output_len: int, num_prom
          "--result-json", str(out), "--disable-tqdm"],
         capture_output=True, text=True, timeout=180, cwd=REPO, preexec_fn=_soft_1024)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return json.loads(out.read_text()), proc.stdout
+    return MeasureResult.model_validate_json(out.read_text()), proc.stdout
 
 
 @pytest.mark.parametrize("num_prompts", [STREAMS, 2 * STREAMS])
@@ -81,16 +79,16 @@ def test_1024_concurrent_streams(server: tuple[str, Path], tmp_path: Path, tiny_
     url, truth = server
     out = tmp_path / "load.json"
     result, _ = _measure(url, out, tiny_model, output_len=12, num_prompts=num_prompts)
-    assert result["errors"] == [""] * num_prompts
-    assert (result["completed"], result["failed"]) == (num_prompts, 0)
-    assert result["peak_concurrent_requests"] == STREAMS  # all 1,024 really were in flight
-    assert result["total_output_tokens"] == 12 * num_prompts
+    assert result.errors == [""] * num_prompts
+    assert (result.completed, result.failed) == (num_prompts, 0)
+    assert result.peak_concurrent_requests == STREAMS  # all 1,024 really were in flight
+    assert result.total_output_tokens == 12 * num_prompts
     # and still on the wire's truth: median TTFT error per request well under a millisecond
     rows = {t["id"]: t for t in load_jsonl(truth)}
     errors = []
     for r in read_requests(requests_path(out)):
-        t = rows[r["response_id"]]
-        errors.append(r["ttft_ms"] - (t["content_writes_ns"][0] - t["arrival_ns"]) / 1e6)
+        t = rows[r.response_id]
+        errors.append(r.ttft_ms - (t["content_writes_ns"][0] - t["arrival_ns"]) / 1e6)
     assert len(errors) == num_prompts
     assert abs(statistics.median(errors)) < 1.0, statistics.median(errors)
 
@@ -103,12 +101,12 @@ def test_1024_streams_2ms_apart_bound_every_ttft(fast_server: tuple[str, Path],
     url, truth = fast_server
     out = tmp_path / "fast.json"
     result, console = _measure(url, out, tiny_model, output_len=24, num_prompts=STREAMS)
-    assert result["completed"] == STREAMS
+    assert result.completed == STREAMS
     assert bracket_coverage(requests_path(out), truth, slack_ms=0.2) >= 0.99
-    timing = result["timing"]
-    assert timing["client_bound"] is True and timing["p99_read_lag_ms"] > 1.0, timing
+    timing = result.timing
+    assert timing.client_bound is True and (timing.p99_read_lag_ms or 0.0) > 1.0, timing
     assert "client-bound" in console
     # a gap between two events of one read is never reported as an ITL
     records = read_requests(requests_path(out))
-    assert sum(r["coalesced_gaps"] for r in records) == timing["coalesced_gaps"] > 0
-    assert all(len(r["itl_text_only_ms"]) + r["coalesced_gaps"] == 23 for r in records)
+    assert sum(r.coalesced_gaps for r in records) == timing.coalesced_gaps > 0
+    assert all(len(r.itl_text_only_ms) + r.coalesced_gaps == 23 for r in records)

@@ -16,7 +16,14 @@ from typing import Any
 
 import pytest
 
-from benchlib.measure import MeasureConfig, measure
+from benchlib.measure import (
+    MeasureConfig,
+    MeasureResult,
+    TokenSources,
+    measure,
+    read_requests,
+    requests_path,
+)
 
 from ._truth import bracket_coverage, errors_vs_truth, load_jsonl
 
@@ -30,7 +37,7 @@ VLLM_KEYS = {
 }
 
 
-def run(server: Any, tmp_path: Path, tiny_model: Path, **kw: Any) -> tuple[dict[str, Any], Path]:
+def run(server: Any, tmp_path: Path, tiny_model: Path, **kw: Any) -> tuple[MeasureResult, Path]:
     out = tmp_path / f"run-{len(list(tmp_path.glob('run-*.json')))}.json"
     args: dict[str, Any] = dict(base_url=server.url, model="scripted", tokenizer=tiny_model,
                                 input_len=32, output_len=20, num_prompts=20, max_concurrency=1,
@@ -46,11 +53,11 @@ def test_ttft_and_tpot_match_the_wire(scripted: Callable[..., Any], tmp_path: Pa
     server = scripted("--ttft-ms", "25", "--itl-ms", "8")
     result, out = run(server, tmp_path, tiny_model, max_concurrency=concurrency,
                       num_prompts=num_prompts, output_len=12, num_warmups=2)
-    assert result["completed"] == num_prompts and result["clock"] == "kernel"
+    assert result.completed == num_prompts and result.clock == "kernel"
     err = errors_vs_truth(out.with_name(out.stem + ".requests.jsonl"), server.truth)
     assert abs(err["ttft"]) < ttft_tol, err
     assert abs(err["tpot"]) < 0.2, err
-    assert result["peak_concurrent_requests"] <= concurrency
+    assert (result.peak_concurrent_requests or 0) <= concurrency
 
 
 def test_multi_token_chunks_are_not_tokens(scripted: Callable[..., Any], tmp_path: Path,
@@ -58,13 +65,13 @@ def test_multi_token_chunks_are_not_tokens(scripted: Callable[..., Any], tmp_pat
     server = scripted("--ttft-ms", "5", "--itl-ms", "4", "--tokens-per-chunk", "3")
     result, _ = run(server, tmp_path, tiny_model, output_len=30, num_prompts=10,
                     max_concurrency=2)
-    assert result["total_output_tokens"] == 300
-    assert result["mean_tokens_per_chunk"] == pytest.approx(3.0)
-    assert result["output_tokens_source"] == {"usage": 10, "tokenizer": 0}
+    assert result.total_output_tokens == 300
+    assert result.mean_tokens_per_chunk == pytest.approx(3.0)
+    assert result.output_tokens_source == TokenSources(usage=10, tokenizer=0)
     # per-token ITL spreads each chunk gap over its tokens (split by re-tokenizing, so a
     # tokenizer other than the server's splits unevenly; the mean still holds)
-    assert result["mean_itl_per_token_ms"] == pytest.approx(result["mean_itl_ms"] / 3,
-                                                           rel=0.1)
+    assert result.mean_itl_ms is not None
+    assert result.mean_itl_per_token_ms == pytest.approx(result.mean_itl_ms / 3, rel=0.1)
 
 
 def test_timing_self_check_at_concurrency_1(scripted: Callable[..., Any], tmp_path: Path,
@@ -73,10 +80,10 @@ def test_timing_self_check_at_concurrency_1(scripted: Callable[..., Any], tmp_pa
     server = scripted("--ttft-ms", "20", "--itl-ms", "5")
     result, out = run(server, tmp_path, tiny_model, max_concurrency=1, num_prompts=40,
                       output_len=8, num_warmups=2)
-    timing = result["timing"]
-    assert timing["clock"] == "kernel" and timing["stamped_read_fraction"] == 1.0
-    assert timing["exact_ttft_fraction"] >= 0.99, timing
-    assert timing["client_bound"] is False and timing["clock_stepped_requests"] == 0
+    timing = result.timing
+    assert timing.clock == "kernel" and timing.stamped_read_fraction == 1.0
+    assert (timing.exact_ttft_fraction or 0.0) >= 0.99, timing
+    assert timing.client_bound is False and timing.clock_stepped_requests == 0
     jsonl = out.with_name(out.stem + ".requests.jsonl")
     assert abs(errors_vs_truth(jsonl, server.truth)["ttft"]) < 0.1
     # the truth is when the server's send returned: at most a fraction of a ms after arrival
@@ -90,11 +97,11 @@ def test_reasoning_counts_in_ttft_and_tokens(scripted: Callable[..., Any], tmp_p
                       "--reasoning-field", field)
     result, out = run(server, tmp_path, tiny_model, endpoint="chat", output_len=10,
                       num_prompts=5)
-    assert result["total_output_tokens"] == 50
+    assert result.total_output_tokens == 50
     err = errors_vs_truth(out.with_name(out.stem + ".requests.jsonl"), server.truth)
     assert abs(err["ttft"]) < 0.5  # the first reasoning chunk ends TTFT, not the role chunk
-    rec = load_jsonl(out.with_name(out.stem + ".requests.jsonl"))[0]
-    assert rec["reasoning_text"].count(" ") == 6 and rec["generated_text"].count(" ") == 4
+    rec = read_requests(requests_path(out))[0]
+    assert rec.reasoning_text.count(" ") == 6 and rec.generated_text.count(" ") == 4
 
 
 def test_missing_usage_falls_back_to_the_tokenizer(scripted: Callable[..., Any],
@@ -102,11 +109,11 @@ def test_missing_usage_falls_back_to_the_tokenizer(scripted: Callable[..., Any],
                                                    tokenizer: Any) -> None:
     server = scripted("--ttft-ms", "1", "--itl-ms", "1", "--no-usage")
     result, out = run(server, tmp_path, tiny_model, num_prompts=3)
-    rec = load_jsonl(out.with_name(out.stem + ".requests.jsonl"))[0]
-    assert rec["output_tokens_source"] == "tokenizer"
-    assert rec["output_tokens"] == len(tokenizer(rec["generated_text"],
+    rec = read_requests(requests_path(out))[0]
+    assert rec.output_tokens_source == "tokenizer"
+    assert rec.output_tokens == len(tokenizer(rec.generated_text,
                                                  add_special_tokens=False)["input_ids"])
-    assert result["output_tokens_source"] == {"usage": 0, "tokenizer": 3}
+    assert result.output_tokens_source == TokenSources(usage=0, tokenizer=3)
 
 
 def test_request_rate_and_result_files(scripted: Callable[..., Any], tmp_path: Path,
@@ -121,7 +128,7 @@ def test_request_rate_and_result_files(scripted: Callable[..., Any], tmp_path: P
             assert f"{stat}_{metric}_ms" in saved
     assert saved["request_goodput"] == pytest.approx(saved["request_throughput"])
     assert len(load_jsonl(out.with_name(out.stem + ".requests.jsonl"))) == 20
-    assert result["errors"] == [""] * 20
+    assert result.errors == [""] * 20
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from benchlib.measure._connection import ConnectionPool, Endpoint
-from benchlib.measure._limits import raise_open_file_limit
+from benchlib.measure import Endpoint, raise_open_file_limit
+from benchlib.measure._pool import ConnectionPool
 
 
 def test_1024_connections_open_at_once_through_a_tiny_backlog() -> None:

@@ -3,47 +3,11 @@ apart (text TTFT, measured ITL, peaks in tokens, true overlap); empty sets are n
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
-from benchlib.measure import RequestOutcome, percentile_key, summarize
+from benchlib.measure import percentile_key, summarize
 
-MS = 1_000_000
-
-
-def outcome(i: int, start_ms: float, ttft_ms: float, gaps_ms: list[float], tokens: int,
-            ok: bool = True, role_ms: float | None = None,
-            same_read: set[int] | None = None) -> RequestOutcome:
-    """A successful request whose text chunks arrive at ``ttft_ms`` then ``gaps_ms`` apart;
-    ``role_ms``: a role-only choices event before the text; ``same_read``: text gap indexes
-    whose two chunks came out of one read."""
-    start = int(start_ms * MS)
-    times = [start + int(ttft_ms * MS)]
-    for g in gaps_ms:
-        times.append(times[-1] + int(g * MS))
-    o = RequestOutcome(index=i, prompt_len=10, start_ns=start, success=ok,
-                       error="" if ok else "HTTP 500: x")
-    if ok:
-        choice_times = ([start + int(role_ms * MS)] if role_ms is not None else []) + times
-        o.ttft_ns = choice_times[0] - start
-        o.itl_ns = [b - a for a, b in itertools.pairwise(choice_times)]
-        o.ttft_text_ns = o.ttft_text_lower_ns = int(ttft_ms * MS)
-        o.ttft_text_exact = True
-        o.text_gaps_ns = [int(g * MS) for g in gaps_ms]
-        same = same_read or set()
-        o.text_gap_measured = [k not in same for k in range(len(gaps_ms))]
-        reads = [0]
-        for k in range(len(gaps_ms)):
-            reads.append(reads[-1] + (k not in same))
-        o.chunk_reads = reads
-        o.latency_ns = times[-1] - start
-        o.end_ns = times[-1]
-        o.chunk_times_ns = times
-        o.chunk_texts = ["x"] * len(times)
-        o.output_tokens = tokens
-        o.output_tokens_source = "usage"
-    return o
+from ._outcomes import MS, outcome
 
 
 def test_reference_definitions() -> None:
@@ -53,52 +17,52 @@ def test_reference_definitions() -> None:
     counts = [[3.0] * 4, [1.0, 1.0], []]
     r = summarize([a, b, c], counts, duration_ns=100 * MS, percentiles=[50, 99.9],
                   goodput={"ttft": 15})
-    assert r["completed"] == 2 and r["failed"] == 1
-    assert r["total_output_tokens"] == 14 and r["total_input_tokens"] == 20
-    assert r["median_ttft_ms"] == pytest.approx(15)
+    assert r.completed == 2 and r.failed == 1
+    assert r.total_output_tokens == 14 and r.total_input_tokens == 20
+    assert r.median_ttft_ms == pytest.approx(15)
     # TPOT = (E2EL - TTFT) / (N - 1): a: 15/11, b: 10/1
-    assert r["mean_tpot_ms"] == pytest.approx((15 / 11 + 10) / 2)
-    assert r["mean_itl_ms"] == pytest.approx((5 * 3 + 10) / 4)
-    assert r["mean_tokens_per_chunk"] == pytest.approx(14 / 6)
-    assert r["request_goodput"] == pytest.approx(1 / 0.1)
-    assert r["output_throughput"] == pytest.approx(140)
-    assert "p99.9_ttft_ms" in r and "p50_e2el_ms" in r
-    assert r["errors"] == ["", "", "HTTP 500: x"]
-    assert r["output_lens"] == [12, 2, 0]
-    assert r["latencies"] == pytest.approx([0.025, 0.03, 0.0])
+    assert r.mean_tpot_ms == pytest.approx((15 / 11 + 10) / 2)
+    assert r.mean_itl_ms == pytest.approx((5 * 3 + 10) / 4)
+    assert r.mean_tokens_per_chunk == pytest.approx(14 / 6)
+    assert r.request_goodput == pytest.approx(1 / 0.1)
+    assert r.output_throughput == pytest.approx(140)
+    assert r.percentile("ttft", 99.9) is not None and r.percentile("e2el", 50) is not None
+    assert r.errors == ["", "", "HTTP 500: x"]
+    assert r.output_lens == [12, 2, 0]
+    assert r.latencies == pytest.approx([0.025, 0.03, 0.0])
     # per-token ITL: each 5 ms gap over its chunk's 3 tokens
-    assert r["median_itl_per_token_ms"] == pytest.approx(5 / 3)
+    assert r.median_itl_per_token_ms == pytest.approx(5 / 3)
 
 
 def test_role_chunk_starts_the_reference_ttft_not_ours() -> None:
     # vLLM's chat path times the first event with non-empty choices, a role-only chunk too
     o = outcome(0, 0, 40, [10, 10], 3, role_ms=1)
     r = summarize([o], [[1.0] * 3], duration_ns=100 * MS, percentiles=[50])
-    assert r["mean_ttft_ms"] == pytest.approx(1) and r["mean_ttft_text_ms"] == pytest.approx(40)
-    assert r["itls"] == [pytest.approx([0.039, 0.01, 0.01])]  # role → text is a vLLM ITL
-    assert r["mean_itl_text_only_ms"] == pytest.approx(10)
-    assert r["mean_tpot_ms"] == pytest.approx(59 / 2)  # (E2EL − vLLM TTFT)/(N − 1)
-    assert r["mean_tpot_text_ms"] == pytest.approx(20 / 2)
+    assert r.mean_ttft_ms == pytest.approx(1) and r.mean_ttft_text_ms == pytest.approx(40)
+    assert r.itls == [pytest.approx([0.039, 0.01, 0.01])]  # role → text is a vLLM ITL
+    assert r.mean_itl_text_only_ms == pytest.approx(10)
+    assert r.mean_tpot_ms == pytest.approx(59 / 2)  # (E2EL − vLLM TTFT)/(N − 1)
+    assert r.mean_tpot_text_ms == pytest.approx(20 / 2)
 
 
 def test_gaps_inside_one_read_are_counted_not_reported() -> None:
     o = outcome(0, 0, 10, [5, 0, 5], 4, same_read={1})
     r = summarize([o], [[1.0] * 4], duration_ns=50 * MS, percentiles=[50])
-    assert r["timing"]["coalesced_gaps"] == 1
-    assert r["mean_itl_text_only_ms"] == pytest.approx(5)  # the 0 is not an ITL
-    assert r["mean_itl_ms"] == pytest.approx(10 / 3)  # the reference keeps it
+    assert r.timing.coalesced_gaps == 1
+    assert r.mean_itl_text_only_ms == pytest.approx(5)  # the 0 is not an ITL
+    assert r.mean_itl_ms == pytest.approx(10 / 3)  # the reference keeps it
     # per token: the read that carried two chunks spreads its 5 ms over both chunks' tokens
-    assert sorted(r["itls"][0]) == pytest.approx([0.0, 0.005, 0.005])
-    assert r["median_itl_per_token_ms"] == pytest.approx(2.5)
+    assert sorted(r.itls[0]) == pytest.approx([0.0, 0.005, 0.005])
+    assert r.median_itl_per_token_ms == pytest.approx(2.5)
 
 
 def test_peaks_both_ways() -> None:
     # three back-to-back requests inside one second never overlap: the reference says 3
     rs = [outcome(i, i * 100, 10, [10], 6) for i in range(3)]
     r = summarize(rs, [[3.0, 3.0]] * 3, duration_ns=300 * MS, percentiles=[50])
-    assert r["max_concurrent_requests"] == 3 and r["peak_concurrent_requests"] == 1
+    assert r.max_concurrent_requests == 3 and r.peak_concurrent_requests == 1
     # the reference counts chunk events per second; ours counts tokens
-    assert r["max_output_tokens_per_s"] == 6 and r["peak_output_tokens_per_s"] == 18
+    assert r.max_output_tokens_per_s == 6 and r.peak_output_tokens_per_s == 18
 
 
 def test_queue_time_keys_follow_the_reference() -> None:
@@ -106,11 +70,11 @@ def test_queue_time_keys_follow_the_reference() -> None:
     o.release_ns = 4 * MS
     r = summarize([o], [[1.0, 1.0]], duration_ns=50 * MS, percentiles=[50],
                   max_concurrency=1, request_rate=10.0)
-    assert r["queue_times"] == [pytest.approx(0.006)]
-    assert r["mean_client_queue_time_ms"] == pytest.approx(6)
-    assert r["mean_e2el_including_client_queue_ms"] == pytest.approx(26)
+    assert r.queue_times == [pytest.approx(0.006)]
+    assert r.mean_client_queue_time_ms == pytest.approx(6)
+    assert r.mean_e2el_including_client_queue_ms == pytest.approx(26)
     plain = summarize([o], [[1.0, 1.0]], duration_ns=50 * MS, percentiles=[50])
-    assert "mean_client_queue_time_ms" not in plain  # only with --max-concurrency
+    assert "mean_client_queue_time_ms" not in plain.to_json()  # only with --max-concurrency
 
 
 def test_goodput_counts_only_requests_meeting_every_slo() -> None:
@@ -120,10 +84,10 @@ def test_goodput_counts_only_requests_meeting_every_slo() -> None:
     counts = [[1.0] * 3] * 3
     r = summarize([fast, slow_first, slow_decode], counts, duration_ns=1000 * MS,
                   percentiles=[50], goodput={"ttft": 20, "tpot": 5})
-    assert r["request_goodput"] == pytest.approx(1.0)
+    assert r.request_goodput == pytest.approx(1.0)
     r = summarize([fast, slow_first, slow_decode], counts, duration_ns=1000 * MS,
                   percentiles=[50], goodput={"tpot": 5})
-    assert r["request_goodput"] == pytest.approx(2.0)
+    assert r.request_goodput == pytest.approx(2.0)
 
 
 def test_percentile_keys() -> None:
@@ -132,10 +96,10 @@ def test_percentile_keys() -> None:
 
 def test_no_success_gives_null_not_zero() -> None:
     r = summarize([outcome(0, 0, 0, [], 0, ok=False)], [[]], duration_ns=0, percentiles=[99])
-    assert r["completed"] == 0 and r["request_throughput"] is None
-    assert r["mean_ttft_ms"] is None and r["p99_itl_ms"] is None
-    assert r["max_output_tokens_per_s"] is None and r["mean_tokens_per_chunk"] is None
-    assert r["timing"]["exact_ttft_fraction"] is None and r["timing"]["client_bound"] is None
+    assert r.completed == 0 and r.request_throughput is None
+    assert r.mean_ttft_ms is None and r.percentile("itl", 99) is None
+    assert r.max_output_tokens_per_s is None and r.mean_tokens_per_chunk is None
+    assert r.timing.exact_ttft_fraction is None and r.timing.client_bound is None
 
 
 def test_buffered_streams_are_counted() -> None:
@@ -143,4 +107,4 @@ def test_buffered_streams_are_counted() -> None:
     burst = outcome(1, 0, 10, [0, 0, 0], 4)
     r = summarize([smooth, burst], [[1.0] * 4, [1.0] * 4], duration_ns=50 * MS,
                   percentiles=[50])
-    assert r["buffered_streams"] == 1
+    assert r.buffered_streams == 1

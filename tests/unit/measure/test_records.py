@@ -10,35 +10,49 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.measure import format_result, read_requests
-from benchlib.measure._run import _LineLog
+from benchlib.measure import RequestRecord, format_result, read_requests
+from benchlib.measure._records import RecordLog
+
+from ._outcomes import outcome
+
+
+def _record(index: int, **changes: object) -> RequestRecord:
+    record = RequestRecord.from_outcome(outcome(index, 0, 5, [1, 1], 3), [1.0] * 3, 0)
+    return record.model_copy(update=changes)
+
+
+def _line(index: int, **changes: object) -> bytes:
+    return json.dumps(_record(index, **changes).to_json()).encode() + b"\n"
 
 
 def test_line_log_truncates_and_writes_whole_lines(tmp_path: Path) -> None:
     path = tmp_path / "r.requests.jsonl"
     path.write_text('{"stale": true}\n')
-    log = _LineLog(path)
-    log.write({"index": 0, "text": "x" * 100_000})
-    log.write({"index": 1})
+    log = RecordLog(path)
+    log.write(_record(0, generated_text="x" * 100_000))
+    log.write(_record(1))
     log.close()
-    assert [r["index"] for r in read_requests(path)] == [0, 1]
+    assert [r.index for r in read_requests(path)] == [0, 1]
 
 
 def test_line_log_never_writes_the_api_key(tmp_path: Path) -> None:
     path = tmp_path / "r.requests.jsonl"
-    log = _LineLog(path, ["sk-echoed-by-server-123"])
-    log.write({"index": 0, "error": "HTTP 401: bad key sk-echoed-by-server-123"})
+    log = RecordLog(path, ["sk-echoed-by-server-123"])
+    log.write(_record(0, success=False, error="HTTP 401: bad key sk-echoed-by-server-123"))
     log.close()
     assert b"sk-echoed" not in path.read_bytes()
-    assert read_requests(path)[0]["error"] == "HTTP 401: bad key ***"
+    assert read_requests(path)[0].error == "HTTP 401: bad key ***"
 
 
 def test_read_requests_drops_only_a_cut_off_last_line(tmp_path: Path) -> None:
     path = tmp_path / "r.requests.jsonl"
-    path.write_bytes(b'{"index": 0}\n{"index": 1}\n{"index": 2, "te')
-    assert [r["index"] for r in read_requests(path)] == [0, 1]
-    path.write_bytes(b'{"index": 0}\n{"ind\n{"index": 2}\n')
+    path.write_bytes(_line(0) + _line(1) + _line(2)[:40])
+    assert [r.index for r in read_requests(path)] == [0, 1]
+    path.write_bytes(_line(0) + _line(1)[:40] + b"\n" + _line(2))
     with pytest.raises(ValueError, match=":2: not a JSON line"):
+        read_requests(path)
+    path.write_bytes(_line(0) + b'{"index": 1}\n')  # JSON, but not a record
+    with pytest.raises(ValueError, match=":2: not a request record"):
         read_requests(path)
 
 
@@ -75,7 +89,7 @@ def test_report_says_when_tokens_were_counted_by_the_tokenizer() -> None:
 def test_open_file_limit_is_raised_never_lowered() -> None:
     code = (
         "import json, resource\n"
-        "from benchlib.measure._limits import raise_open_file_limit as r\n"
+        "from benchlib.measure import raise_open_file_limit as r\n"
         "_, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))\n"
         "a = r(1000); b = r(10)\n"

@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchlib._wire import enable_rx_timestamps
-from benchlib.measure._connection import Connection, Endpoint, StreamCapture
+from benchlib.measure._connection import Connection, StreamCapture
+from benchlib.measure._endpoint import Endpoint
 from benchlib.measure._request import EndpointKind, RequestOutcome, decode_capture
 from benchlib.measure._sse import SSEDecoder
 

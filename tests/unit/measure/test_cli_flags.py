@@ -1,0 +1,80 @@
+"""``benchlib measure``'s flags are generated from MeasureConfig: one flag per field, today's
+spellings and defaults, and a bad value names its flag."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchlib._exceptions import UsageError
+from benchlib.cli import build_parser
+from benchlib.cli.measure import config_from_args, flag_table
+from benchlib.measure import MeasureConfig
+
+GOLDEN = json.loads((Path(__file__).parent / "golden" / "head.json").read_text())
+#: the flags `benchlib measure` had before they were generated (--sampling is new)
+FLAGS_BEFORE = {
+    "--base-url", "--model", "--endpoint", "--dataset", "--dataset-path", "--input-len",
+    "--output-len", "--random-range-ratio", "--range-ratio-mode", "--num-prompts",
+    "--max-concurrency", "--request-rate", "--burstiness", "--num-warmups", "--request-timeout",
+    "--no-ignore-eos", "--tokenizer", "--seed", "--metric-percentiles", "--goodput",
+    "--result-json", "--api-key", "--disable-tqdm",
+}
+
+
+def _measure_parser() -> argparse.ArgumentParser:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser: argparse.ArgumentParser = sub.choices["measure"]
+    return parser
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    return build_parser().parse_args(["measure", *argv])
+
+
+def _plain(cfg: MeasureConfig) -> Any:
+    return json.loads(json.dumps(cfg.model_dump(), default=str))
+
+
+def test_every_field_has_a_flag_and_every_flag_a_field() -> None:
+    actions = [a for a in _measure_parser()._actions if a.option_strings != ["-h", "--help"]]
+    flags = {s for a in actions for s in a.option_strings}
+    assert flags == FLAGS_BEFORE | {"--sampling"}
+    by_field = {a.dest for a in actions if a.option_strings != ["--api-key"]}
+    assert by_field == set(MeasureConfig.model_fields)
+    assert len(flag_table()) == len(MeasureConfig.model_fields)
+    for a in actions:  # the help is the field's description
+        if a.dest in MeasureConfig.model_fields:
+            assert (MeasureConfig.model_fields[a.dest].description or "?")[:30] in (a.help or "")
+
+
+@pytest.mark.parametrize("name", ["minimal", "file", "every"])
+def test_flags_give_the_config_they_gave_before(name: str) -> None:
+    """Same argv, same MeasureConfig as the hand-written parser built (defaults included)."""
+    case = GOLDEN["cli"][name]
+    assert _plain(config_from_args(_parse(case["argv"]))) == case["config"]
+
+
+def test_sampling_fields_are_json_values() -> None:
+    cfg = config_from_args(_parse(["--base-url", "http://h:1", "--model", "m", "--tokenizer",
+                                   "/t", "--sampling", "temperature=0.7", 'stop=["\\n"]',
+                                   "mode=fast"]))
+    assert cfg.sampling == {"temperature": 0.7, "stop": ["\n"], "mode": "fast"}
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["--metric-percentiles", "50,150"], "--metric-percentiles"),
+    (["--goodput", "ttft:-1"], "--goodput"),
+    (["--random-range-ratio", "1"], "--random-range-ratio"),
+    (["--dataset", "file"], "--dataset-path"),
+    (["--sampling", "=1"], "--sampling"),
+])
+def test_a_bad_value_names_its_flag_not_the_field(argv: list[str], flag: str) -> None:
+    base = ["--base-url", "http://h:1", "--model", "m", "--tokenizer", "/t"]
+    with pytest.raises(UsageError) as info:
+        config_from_args(_parse(base + argv))
+    assert f"{flag}:" in str(info.value), info.value
