@@ -48,14 +48,16 @@ model: $(MODEL)/config.json
 demo: setup engine model
 	$(VENV)/bin/benchlib run params/demo.yaml
 
+# headless (prints the URL with its token), --allow-root when run as root (GPU containers);
+# LAB_ARGS go to JupyterLab, e.g. make lab LAB_ARGS="--ip 0.0.0.0 --port 8888"
+LAB_ARGS ?=
 lab: setup
 	$(VENV)/bin/pip install -q -e '.[dev,lab]'
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/python -m benchlib.pipeline.lab $(LAB_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check benchlib tests benchmarks tools
 	$(VENV)/bin/mypy
-	$(VENV)/bin/mypy tools/engine_torch_source.py
 
 unit: setup
 	$(VENV)/bin/pytest -q tests/unit

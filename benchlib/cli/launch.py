@@ -9,7 +9,6 @@ error prints holds a value; the log is scrubbed once more when the engine stops.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchlib._secrets import recipe_secrets, scrub_file
+    from benchlib._secrets import env_secret, recipe_secrets, scrub_file
     from benchlib.engines import (
         EngineError,
         EngineProcess,
@@ -46,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     print((env + " " if env else "") + plan.recorded_command)
     if args.dry_run:
         return 0
-    api_key = os.environ.get(recipe.engine.api_key_env) if recipe.engine.api_key_env else None
+    api_key = env_secret(recipe.engine.api_key_env)
     secrets = recipe_secrets(recipe)
     engine = EngineProcess(plan.resolved_argv(), log_path=args.log, ready_url=plan.ready_url,
                            env=plan.env, ready_timeout=recipe.engine.ready_timeout_s,

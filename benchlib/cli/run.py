@@ -31,19 +31,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"{args.params}: ok ({recipe.name}: {len(recipe.scenarios)} scenarios, "
               f"engine {recipe.engine.kind})")
         return 0
-    from benchlib.pipeline import run_recipe, summary_table
+    from benchlib.pipeline import RunFolder, read_results, run_recipe, summary_table
+    from benchlib.pipeline.steps.measure import STEP as MEASURE
 
     summary = run_recipe(args.params, outputs=args.outputs, force=args.force)
+    folder = RunFolder(path=summary.run_dir)
     print(f"\noutputs: {summary.run_dir}")
     for step, status in summary.statuses.items():
-        print(f"  {step:<12} {status:<8} {summary.run_dir / (step + '.ipynb')}")
-    measured = summary.run_dir / ".results" / "03_measure.json"
-    if measured.is_file():
-        import json
-
+        print(f"  {step:<12} {status:<8} {folder.notebook(step)}")
+    measured = read_results(folder.results(MEASURE.name))
+    if measured:
         import pandas as pd
 
-        table = summary_table(json.loads(measured.read_text()))
+        table = summary_table(measured)
         cols = ["scenario", "concurrency", "completed", "failed", "median_ttft_ms",
                 "median_tpot_ms", "output_throughput", "per_user_tok_s"]
         with pd.option_context("display.width", 200, "display.float_format", "{:.2f}".format):

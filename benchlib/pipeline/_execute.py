@@ -10,6 +10,9 @@ ties the saved notebook to where the run folder happens to be.
   outputs not yet scrubbed. A long cell's progress still shows on the console.
 * The saved notebook's ``input_path`` / ``output_path`` metadata are made relative (to the
   kit root and the run folder), so a run folder can be moved or shared.
+* :func:`execute_step` says how it went: papermill's failed cell (its index and execution
+  count kept apart), a cell timeout (which papermill saves as if it succeeded), a dead
+  kernel, or an error output found in the saved notebook.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from benchlib._secrets import ScrubbingWriter, scrub_file, scrub_text
+from benchlib.pipeline._sidecar import Status, StepError
 
-__all__ = ["KERNEL", "run_notebook"]
+__all__ = ["KERNEL", "execute_step", "run_notebook"]
 
 KERNEL = "benchlib"
 
@@ -103,3 +107,38 @@ def run_notebook(source: Path, notebook: Path, params: dict[str, Any], *, root: 
         shutil.rmtree(ipc_dir, ignore_errors=True)
         scrub_file(notebook, secrets)  # a cell that timed out never reached the hook
         _relative_metadata(notebook, source, root)
+
+
+def execute_step(source: Path, notebook: Path, params: dict[str, Any], *, root: Path,
+                 secrets: Sequence[str], timeout: float) -> tuple[Status, StepError | None]:
+    """:func:`run_notebook`, and how it went: ``("ok", None)`` or the status and error."""
+    import papermill as pm
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    try:
+        run_notebook(source, notebook, params, root=root, secrets=secrets, timeout=timeout)
+    except pm.PapermillExecutionError as exc:
+        return "failed", StepError(ename=exc.ename, evalue=exc.evalue,
+                                   cell_index=exc.cell_index, exec_count=exc.exec_count)
+    except CellTimeoutError as exc:
+        return "timeout", StepError(ename="CellTimeoutError", evalue=str(exc).splitlines()[0],
+                                    hint=f"a cell ran past cell_timeout_s={timeout:g}")
+    except DeadKernelError as exc:
+        return "failed", StepError(ename="DeadKernelError", evalue=str(exc))
+    return _check_saved(notebook)
+
+
+def _check_saved(path: Path) -> tuple[Status, StepError | None]:
+    """papermill marks a timed-out cell nowhere: look at the saved notebook ourselves."""
+    if not path.is_file():
+        return "failed", StepError(ename="MissingNotebook", evalue=path.name)
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    if nb.get("metadata", {}).get("papermill", {}).get("exception"):
+        return "failed", StepError(ename="PapermillException", evalue="see notebook")
+    for i, cell in enumerate(nb.get("cells", [])):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                return "failed", StepError(ename=output.get("ename", "Error"),
+                                           evalue=output.get("evalue", ""), cell_index=i,
+                                           exec_count=cell.get("execution_count"))
+    return "ok", None

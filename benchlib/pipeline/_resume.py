@@ -1,10 +1,9 @@
 """What a resumed run may skip: a step, a scenario or a ramp counts as done only when its
 result stands on its own.
 
-* ``02_launch`` describes one engine process (its readiness token, its command and port,
-  its log). When ``03_measure`` still has to run against an engine the runner starts, that
-  engine is a new process, so ``02_launch`` runs again for it even if an earlier attempt's
-  launch was ok.
+* A step that describes one engine process (``02_launch``: its readiness token, its
+  command and port, its log) runs again when a step that needs the engine (``03_measure``)
+  still has to run against an engine the runner starts: that engine is a new process.
 * A scenario at one concurrency is done when every request it sent is accounted for
   (completed + failed = requested), at least one completed, and no more failed than the
   scenario's ``max_failed_fraction`` allows.
@@ -15,26 +14,29 @@ result stands on its own.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._sidecar import read_sidecar
 from benchlib.recipe import Recipe, Scenario
+
+if TYPE_CHECKING:
+    from benchlib.pipeline._declare import Step
 
 __all__ = ["done_steps", "ramp_done", "scenario_done", "scenario_problem"]
 
 
-def done_steps(recipe: Recipe, run_dir: Path) -> set[str]:
-    """The recipe's steps that an earlier attempt in ``run_dir`` finished and that need not
-    run again."""
-    done: set[str] = set()
-    for step in recipe.steps:
-        sidecar = run_dir / f"{step}.json"
-        if sidecar.is_file() and read_sidecar(sidecar).status == "ok":
-            done.add(step)
-    measure_pending = "03_measure" in recipe.steps and "03_measure" not in done
-    if measure_pending and recipe.engine.kind != "endpoint":
-        done.discard("02_launch")  # a new engine process gets its own launch record
+def done_steps(recipe: Recipe, folder: RunFolder, steps: Sequence[Step[Any]]) -> set[str]:
+    """The ``steps`` that an earlier attempt in ``folder`` finished and that need not run
+    again: ok in their sidecar, except a step that describes the engine process
+    (``engine="start"``) when a step that needs the engine is still to run and the runner
+    will start a new engine for it."""
+    done = {s.name for s in steps
+            if folder.sidecar(s.name).is_file()
+            and read_sidecar(folder.sidecar(s.name)).status == "ok"}
+    engine_needed = any(s.engine == "ready" and s.name not in done for s in steps)
+    if engine_needed and recipe.engine.kind != "endpoint":
+        done -= {s.name for s in steps if s.engine == "start"}
     return done
 
 

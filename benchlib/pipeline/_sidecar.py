@@ -17,64 +17,43 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchlib._secrets import scrub_bytes
-from benchlib.provenance import FilesHash, HardwareInfo
+from benchlib.provenance import Provenance
 
-__all__ = ["EngineProvenance", "ModelProvenance", "Provenance", "Sidecar", "StepError",
-           "read_sidecar", "write_sidecar"]
+__all__ = ["Sidecar", "Status", "StepError", "read_sidecar", "write_sidecar"]
+
+Status = Literal["ok", "failed", "timeout", "skipped"]
 
 
 class StepError(BaseModel):
-    """Where and how a step failed: papermill's cell, exception name and value."""
+    """How a step failed, and where, kept apart as papermill keeps them."""
 
-    ename: str
-    evalue: str
-    cell: int | None = None
-    hint: str | None = None
-
-
-class EngineProvenance(BaseModel):
-    name: str
-    version: str | None = None
-    expected_version: str | None = None
-    commit: str | None = None
-    command: str | None = Field(None, description="as launched, secrets redacted")
-    startup_s: float | None = None
-    log_facts: dict[str, Any] = Field(default_factory=dict)
-
-
-class ModelProvenance(BaseModel):
-    id: str
-    revision: str | None = None
-    resolved_revision: str | None = None
-    path: str | None = None
-    files_hash: FilesHash | None = None
-
-
-class Provenance(BaseModel):
-    kit_commit: str | None
-    kit_dirty: bool | None
-    engine: EngineProvenance
-    model: ModelProvenance
-    hardware: HardwareInfo
-    hardware_mismatches: list[str] = Field(default_factory=list)
-    python: str
-    packages: dict[str, str]
-    environment_yml_sha256: str | None
+    ename: str = Field(description="exception name")
+    evalue: str = Field(description="exception message")
+    cell_index: int | None = Field(None, description="the failing cell's position in the "
+                                                     "notebook, from 0 (markdown included)")
+    exec_count: int | None = Field(None, description="its execution count: the [N] Jupyter "
+                                                     "shows beside it")
+    hint: str | None = Field(None, description="what to do about it")
 
 
 class Sidecar(BaseModel):
+    """One step's record."""
+
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: int = 1
+    schema_version: int = Field(2, description="2: StepError's cell split into cell_index "
+                                               "and exec_count")
     step: str
-    notebook: str
-    status: Literal["ok", "failed", "timeout", "skipped"]
+    notebook: str = Field(description="the executed notebook, beside the sidecar")
+    status: Status
     error: StepError | None = None
-    started_at: str
-    finished_at: str
+    started_at: str = Field(description="UTC, ISO 8601")
+    finished_at: str = Field(description="UTC, ISO 8601")
     duration_s: float
-    params: dict[str, Any]
-    results: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(description="the parameters the notebook was given")
+    results: dict[str, Any] = Field(default_factory=dict,
+                                    description="the step's results (its result model's "
+                                                "JSON), plus engine_exit if the engine died")
     provenance: Provenance
 
 

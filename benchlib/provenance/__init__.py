@@ -1,7 +1,23 @@
-"""Provenance: which kit commit, engine, model files and hardware produced a number."""
+"""Provenance: which kit commit, engine, model files and hardware produced a number —
+captured (hardware, software, model files), assembled into a sidecar's record, and
+compared between runs."""
 
+from benchlib.provenance._assemble import (
+    EngineRecord,
+    RunEnvironment,
+    assemble_provenance,
+    capture_environment,
+    hardware_mismatches,
+)
+from benchlib.provenance._compare import PROVENANCE_FACTS, compare_provenance, provenance_facts
 from benchlib.provenance._hardware import CPUInfo, GPUInfo, HardwareInfo, collect_hardware
 from benchlib.provenance._model import FilesHash, hash_model_folder
+from benchlib.provenance._record import (
+    EngineProvenance,
+    ModelFiles,
+    ModelProvenance,
+    Provenance,
+)
 from benchlib.provenance._software import (
     engine_version,
     environment_hash,
@@ -11,15 +27,27 @@ from benchlib.provenance._software import (
 )
 
 __all__ = [
+    "PROVENANCE_FACTS",
     "CPUInfo",
+    "EngineProvenance",
+    "EngineRecord",
     "FilesHash",
     "GPUInfo",
     "HardwareInfo",
+    "ModelFiles",
+    "ModelProvenance",
+    "Provenance",
+    "RunEnvironment",
+    "assemble_provenance",
+    "capture_environment",
     "collect_hardware",
+    "compare_provenance",
     "engine_version",
     "environment_hash",
     "git_state",
+    "hardware_mismatches",
     "hash_model_folder",
     "installed_packages",
+    "provenance_facts",
     "python_version",
 ]

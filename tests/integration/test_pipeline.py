@@ -279,8 +279,8 @@ exec {sys.executable} -m benchlib scripted-server --port "$PORT" --ttft-ms 1 --i
     run_dir = day(tmp_path / "out") / "t"
     log = (run_dir / "engine.log").read_text()
     assert "engine args:" in log and "--api-key ***" in log
-    assert read_sidecar(run_dir / "02_launch.json").provenance.engine.command.endswith(
-        "--api-key ***")
+    command = read_sidecar(run_dir / "02_launch.json").provenance.engine.command
+    assert command is not None and command.endswith("--api-key ***")
     for file in run_dir.rglob("*"):
         if file.is_file():
             assert SECRET.encode() not in file.read_bytes(), file

@@ -38,7 +38,7 @@ def test_no_outputs_and_one_parameters_cell_of_literals(name: str) -> None:
     tagged = [c for c in code if "parameters" in c["metadata"].get("tags", [])]
     assert len(tagged) == 1
     for node in ast.parse("".join(tagged[0]["source"])).body:
-        assert isinstance(node, ast.Assign)
+        assert isinstance(node, ast.AnnAssign) and node.value is not None
         ast.literal_eval(node.value)  # literals only
     for cell in code:  # thin: no function or class definitions, a few lines each
         if cell in tagged:

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from benchlib._exceptions import BenchlibError
-from benchlib.pipeline import _steps
+from benchlib.pipeline import RunFolder, step_table
 from benchlib.pipeline._resume import done_steps, ramp_done, scenario_done
 from benchlib.pipeline._sidecar import Sidecar, write_sidecar
-from benchlib.recipe import Recipe, recipe_from_dict
+from benchlib.pipeline.steps import measure as _steps
+from benchlib.recipe import Recipe, Scenario, recipe_from_dict
 
 BASE = "http://127.0.0.1:9"
 
@@ -43,14 +44,16 @@ def test_launch_runs_again_when_measure_needs_a_new_engine(tmp_path: Path) -> No
     for step, status in [("00_plan", "ok"), ("01_download", "ok"), ("02_launch", "ok"),
                          ("03_measure", "failed")]:
         sidecar(tmp_path, step, status)
+    folder, table = RunFolder(path=tmp_path), step_table()
     vllm = make_recipe({"kind": "vllm", "python": "/bin/python"}, [SCENARIO])
-    assert done_steps(vllm, tmp_path) == {"00_plan", "01_download"}
+    steps = [table[name] for name in vllm.steps]
+    assert done_steps(vllm, folder, steps) == {"00_plan", "01_download"}
     # an endpoint is not started by the runner: its launch record still describes it
     endpoint = make_recipe({"kind": "endpoint", "base_url": BASE}, [SCENARIO])
-    assert done_steps(endpoint, tmp_path) == {"00_plan", "01_download", "02_launch"}
+    assert done_steps(endpoint, folder, steps) == {"00_plan", "01_download", "02_launch"}
     # measure done too: no engine is started, the launch record stands
     sidecar(tmp_path, "03_measure", "ok")
-    assert "02_launch" in done_steps(vllm, tmp_path)
+    assert "02_launch" in done_steps(vllm, folder, steps)
 
 
 @pytest.mark.parametrize("record,tolerance,done", [
@@ -66,6 +69,13 @@ def test_scenario_done(record: dict[str, int] | None, tolerance: float, done: bo
     assert scenario_done(record, 8, tolerance) is done
 
 
+class FakeResult(SimpleNamespace):
+    """Stands in for measure's result: its result JSON's object."""
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
 class FakeMeasure:
     """Stands in for :func:`benchlib.measure.measure`: records what was asked; fails every
     request whose input is at least ``fail_from`` tokens, and ``fail`` of the others."""
@@ -75,19 +85,19 @@ class FakeMeasure:
         self.fail_from = fail_from
         self.fail = fail
 
-    def __call__(self, cfg: Any, api_key: str | None = None) -> dict[str, Any]:
+    def __call__(self, cfg: Any, api_key: str | None = None) -> FakeResult:
         self.calls.append((cfg.input_len, cfg.num_prompts))
         n = cfg.num_prompts
         failed = n if cfg.input_len >= self.fail_from else self.fail
-        return {"completed": n - failed, "failed": failed,
-                "errors": ["http 500"] * failed + [""] * (n - failed),
-                "median_ttft_ms": 1.0, "median_tpot_ms": 1.0}
+        return FakeResult(completed=n - failed, failed=failed,
+                          errors=["http 500"] * failed + [""] * (n - failed),
+                          median_ttft_ms=1.0, median_tpot_ms=1.0)
 
 
 def run_measure(tmp_path: Path, recipe: Recipe, results: dict[str, Any],
                 monkeypatch: pytest.MonkeyPatch, fake: FakeMeasure) -> dict[str, Any]:
     monkeypatch.setattr(_steps, "measure", fake)
-    monkeypatch.setattr(_steps, "_config", lambda *a, **kw: SimpleNamespace(**kw))
+    monkeypatch.setattr(Scenario, "measure_config", lambda self, **kw: SimpleNamespace(**kw))
     monkeypatch.setattr(_steps, "_alive", lambda *a: True)
     path = tmp_path / "03_measure.results.json"
     path.write_text(json.dumps(results))
@@ -143,7 +153,7 @@ def test_a_ramp_saves_each_length_as_it_completes(tmp_path: Path,
     the ramp until it ended)."""
     recipe = make_recipe({"kind": "endpoint", "base_url": BASE}, [RAMP])
     saved: list[Any] = []
-    real_save = _steps.save_results
+    real_save = _steps.save_results  # type: ignore[attr-defined]
 
     def spy(path: Any, results: dict[str, Any]) -> None:
         saved.append(json.loads(json.dumps(results.get("long/ramp"))))
@@ -156,7 +166,8 @@ def test_a_ramp_saves_each_length_as_it_completes(tmp_path: Path,
 
 def test_a_scenario_is_measured_again_unless_every_request_is_accounted_for(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    scenarios = [{"name": "a", "concurrencies": [1, 4], "num_prompts": [2, 8]},
+    scenarios: list[dict[str, Any]] = [
+                 {"name": "a", "concurrencies": [1, 4], "num_prompts": [2, 8]},
                  {"name": "b", "concurrencies": [2], "num_prompts": 8,
                   "max_failed_fraction": 0.125}]
     recipe = make_recipe({"kind": "endpoint", "base_url": BASE}, scenarios)

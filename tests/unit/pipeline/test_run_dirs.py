@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from pathlib import Path
 
-from benchlib.pipeline._runner import RunSummary, _pick_run_dir
+from benchlib.pipeline import RunFolder, RunSummary
+
+
+def _pick_run_dir(outputs: Path, name: str, digest: str, force: bool,
+                  log: Callable[[str], None]) -> tuple[Path, bool]:
+    folder, resumed = RunFolder.pick(outputs, name, digest, force, log)
+    return folder.path, resumed
 
 
 def state(folder: Path, finished: bool, digest: str) -> None:

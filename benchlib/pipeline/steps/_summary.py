@@ -1,0 +1,70 @@
+"""A measure step's results read as people read them: one row per scenario × concurrency,
+and the chart of TTFT, TPOT and the throughput-latency trade-off."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchlib.pipeline._chart import Chart
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["TABLE_COLUMNS", "measure_figure", "summary_table"]
+
+TABLE_COLUMNS = ["scenario", "endpoint", "input_len", "output_len", "concurrency", "completed",
+                 "failed", "median_ttft_ms", "median_ttft_text_ms", "p99_ttft_ms",
+                 "median_tpot_ms", "p99_tpot_ms",
+                 "median_itl_ms", "median_e2el_ms", "output_throughput", "per_user_tok_s",
+                 "mean_tokens_per_chunk"]
+
+
+def summary_table(results: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per scenario × concurrency from a measure step's results."""
+    import pandas as pd
+
+    rows = []
+    for key, r in results.items():
+        if "/c" not in key or not isinstance(r, dict):
+            continue  # ramps, engine_lost, engine_exit: not concurrency results
+        # per user: decode speed after the first text (vLLM's TPOT starts at a role chunk)
+        tpot = r.get("median_tpot_text_ms") or r.get("median_tpot_ms") or 0.0
+        rows.append({**{k: r.get(k) for k in TABLE_COLUMNS},
+                     "endpoint": r.get("endpoint_type"),
+                     "per_user_tok_s": 1000.0 / tpot if tpot else None})
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def measure_figure(table: pd.DataFrame, save_to: str | Path = "") -> Chart:
+    """TTFT and TPOT against concurrency per scenario, and per-user against total tokens/s
+    (the throughput-latency trade-off people read first); saved as PNG when ``save_to``."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(14, 4), layout="constrained")
+    ax_ttft, ax_tpot, ax_tradeoff = fig.subplots(1, 3)
+    for name, group in table.groupby("scenario", sort=False):
+        g = group.sort_values("concurrency")
+        ax_ttft.plot(g["concurrency"], g["median_ttft_ms"], marker="o", label=str(name))
+        ax_tpot.plot(g["concurrency"], g["median_tpot_ms"], marker="o", label=str(name))
+        ax_tradeoff.plot(g["output_throughput"], g["per_user_tok_s"], marker="o",
+                         label=str(name))
+        for _, row in g.iterrows():
+            ax_tradeoff.annotate(f"c{row['concurrency']}",
+                                 (row["output_throughput"], row["per_user_tok_s"]),
+                                 textcoords="offset points", xytext=(4, 4), fontsize=8)
+    for ax in (ax_ttft, ax_tpot):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("concurrency")
+    ax_ttft.set_ylabel("median TTFT (ms)")
+    ax_tpot.set_ylabel("median TPOT (ms)")
+    ax_tradeoff.set_xlabel("total output tokens/s")
+    ax_tradeoff.set_ylabel("per-user tokens/s (1000 / median TPOT)")
+    for ax in (ax_ttft, ax_tpot, ax_tradeoff):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    chart = Chart(fig)
+    if save_to:
+        chart.save(save_to)
+    return chart

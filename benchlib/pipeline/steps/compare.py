@@ -1,0 +1,121 @@
+"""``04_compare``: this run's measurements beside other runs', and every provenance
+difference between them flagged (:mod:`benchlib.provenance._compare`). On its own, the
+notebook compares every run of the recipe found under ``outputs/`` (``benchlib run``'s and
+the notebooks' own)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from benchlib._exceptions import UsageError
+from benchlib.pipeline._declare import Param, Step, StepInputs
+from benchlib.pipeline._folder import RunFolder
+from benchlib.pipeline._results import read_results, save_results
+from benchlib.pipeline._standalone import outputs, results_file, scratch_outputs, step_folder
+from benchlib.pipeline.steps import measure
+from benchlib.pipeline.steps._summary import summary_table
+from benchlib.provenance import compare_provenance
+from benchlib.recipe import Recipe
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["STEP", "CompareResult", "Compared", "compare", "compare_runs"]
+
+
+class CompareResult(BaseModel):
+    """04_compare's results."""
+
+    runs: list[str] = Field(description="the run folders compared, this run first")
+    provenance_differences: list[str] = Field(description="the provenance facts that differ")
+
+
+@dataclass(frozen=True)
+class Compared:
+    """Runs side by side: their measurements, and their provenance (``differs`` flagged)."""
+
+    table: pd.DataFrame
+    provenance: pd.DataFrame
+
+
+def _measured(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A run's measure results and provenance: from its measure sidecar, else (a notebook's
+    own run folder) from its results file, without provenance."""
+    folder = RunFolder(path=run)
+    sidecar = folder.sidecar(measure.STEP.name)
+    if sidecar.is_file():
+        data = json.loads(sidecar.read_text(encoding="utf-8"))
+        return data.get("results", {}), data.get("provenance", {})
+    results = read_results(folder.results(measure.STEP.name))
+    if not results:
+        raise UsageError("compare.runs", f"{run} has no {sidecar.name} sidecar")
+    return results, {}
+
+
+def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = ""
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Measure results of several runs side by side, and their provenance with every
+    difference flagged. Each run folder must hold measure results."""
+    import pandas as pd
+
+    tables = []
+    provenance: dict[str, dict[str, Any]] = {}
+    for run in run_dirs:
+        results, prov = _measured(Path(run))
+        where = Path(run).resolve()  # the runner passes its own folder as "."
+        label = f"{where.parent.name}/{where.name}"
+        t = summary_table(results)
+        t.insert(0, "run", label)
+        tables.append(t)
+        provenance[label] = prov
+    table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+    prov_table = compare_provenance(provenance)
+    differences = [] if prov_table.empty else prov_table.index[prov_table["differs"]].tolist()
+    save_results(results_path, CompareResult(runs=[str(r) for r in run_dirs],
+                                             provenance_differences=differences))
+    return table, prov_table
+
+
+def _runs_of(recipe: Recipe) -> list[Path]:
+    """Every run of the recipe with measurements, ``benchlib run``'s and the notebooks'."""
+    found = [*RunFolder.runs_of(outputs(), recipe.name),
+             *RunFolder.runs_of(scratch_outputs(), recipe.name)]
+    return [f.path for f in found if f.sidecar(measure.STEP.name).is_file()
+            or f.results(measure.STEP.name).is_file()]
+
+
+def compare(recipe: Recipe, *, run_dir: str | Path = "", other_runs: Sequence[str] = (),
+            results_path: str | Path = "") -> Compared:
+    """``run_dir`` beside ``other_runs``; with no ``run_dir``, every run of the recipe."""
+    runs = [Path(run_dir), *map(Path, other_runs)] if str(run_dir) else [
+        *_runs_of(recipe), *map(Path, other_runs)]
+    if not runs:
+        print(f"no runs of {recipe.name} with measurements yet under {outputs()}: run "
+              "03_measure or `benchlib run` first", flush=True)
+    folder = step_folder(run_dir, recipe, scratch=False)
+    table, provenance = compare_runs(runs, results_file(results_path, folder, STEP.name))
+    return Compared(table=table, provenance=provenance)
+
+
+def _bind(inputs: StepInputs) -> dict[str, Any]:
+    return {"other_runs": [str(r) for r in inputs.recipe.compare.runs]}
+
+
+STEP = Step[CompareResult](
+    name="04_compare", title="04 · Compare",
+    about="This run beside the recipe's `compare.runs`, and every provenance difference "
+          "flagged (`differs`). On its own, the notebook compares every run of the recipe "
+          "under `outputs/`.",
+    params=(Param(name="other_runs", type="list[str]", default=[],
+                  help="run folders to set beside this one"),),
+    result=CompareResult,
+    cells=("compared = bp.compare(recipe, run_dir=run_dir, other_runs=other_runs,\n"
+           "                      results_path=results_path)\ncompared.table",
+           "compared.provenance"),
+    bind=_bind)

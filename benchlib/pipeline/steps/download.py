@@ -1,0 +1,100 @@
+"""``01_download``: the pinned snapshot fetched from the hub (disk space checked first), or
+the recipe's local folder verified; the resolved commit and a content hash recorded. The
+runner launches and measures from the folder this step names (:attr:`DownloadResult.model_path`)
+and records it in every later step's provenance."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from benchlib._exceptions import BenchlibError, UsageError
+from benchlib._secrets import env_secret
+from benchlib.pipeline._declare import RunFacts, Step
+from benchlib.pipeline._results import save_results
+from benchlib.pipeline._standalone import results_file, step_folder
+from benchlib.provenance import FilesHash, ModelFiles, hash_model_folder
+from benchlib.recipe import Recipe
+
+__all__ = ["STEP", "DownloadResult", "download_model"]
+
+
+class DownloadResult(BaseModel):
+    """01_download's results."""
+
+    source: Literal["local", "hub"] = Field(description="a local folder, or the hub")
+    model_path: str = Field(description="the model folder launch and measure use")
+    revision: str | None = Field(description="the recipe's pin")
+    resolved_revision: str | None = Field(description="the commit the hub resolved it to")
+    files_hash: FilesHash = Field(description="content hash of the folder")
+
+
+def _fetch(recipe: Recipe) -> tuple[Path, str]:
+    """Download the pinned snapshot (after checking the disk has room); its folder and
+    the commit the pin resolved to."""
+    from huggingface_hub import HfApi, snapshot_download
+    from huggingface_hub.constants import HF_HUB_CACHE
+    from huggingface_hub.utils._paths import filter_repo_objects
+
+    spec = recipe.model
+    token = env_secret(spec.hf_token_env)
+    info = HfApi().model_info(spec.id, revision=spec.revision, files_metadata=True,
+                              token=token)
+    wanted = list(filter_repo_objects(info.siblings or [], key=lambda f: f.rfilename,
+                                      allow_patterns=spec.include or None,
+                                      ignore_patterns=spec.exclude or None))
+    need = sum((f.size or 0) for f in wanted)
+    cache = Path(HF_HUB_CACHE)
+    while not cache.exists():
+        cache = cache.parent
+    free = shutil.disk_usage(cache).free
+    print(f"{spec.id}@{info.sha}: {len(wanted)} files, {need / 2**30:.2f} GiB; "
+          f"{free / 2**30:.1f} GiB free in {cache}", flush=True)
+    if need > free:
+        raise BenchlibError(f"{spec.id}@{info.sha} needs {need / 2**30:.1f} GiB, only "
+                            f"{free / 2**30:.1f} GiB free in {cache}: narrow "
+                            "model.include / model.exclude or free disk space")
+    path = Path(snapshot_download(spec.id, revision=info.sha, token=token,
+                                  allow_patterns=spec.include or None,
+                                  ignore_patterns=spec.exclude or None))
+    return path, str(info.sha)
+
+
+def download_model(recipe: Recipe, results_path: str | Path = "", *,
+                   run_dir: str | Path = "") -> DownloadResult:
+    """Fetch or verify the model; saved to ``results_path`` (else ``run_dir``'s results
+    file)."""
+    spec = recipe.model
+    if spec.local_path is not None:
+        path = spec.local_path
+        if not (path / "config.json").is_file() and not any(path.glob("*.gguf")):
+            raise UsageError("model.local_path", f"{path} holds no config.json or .gguf file")
+        source: Literal["local", "hub"] = "local"
+        resolved: str | None = None
+    else:
+        path, resolved = _fetch(recipe)
+        source = "hub"
+    result = DownloadResult(source=source, model_path=str(path), revision=spec.revision,
+                            resolved_revision=resolved, files_hash=hash_model_folder(path))
+    folder = step_folder(run_dir, recipe, scratch=False)
+    save_results(results_file(results_path, folder, STEP.name), result)
+    return result
+
+
+def _apply(result: DownloadResult, facts: RunFacts) -> RunFacts:
+    """Later steps launch and measure from this folder; provenance names its files."""
+    return facts.model_copy(update={"model": ModelFiles(
+        path=Path(result.model_path), resolved_revision=result.resolved_revision,
+        files_hash=result.files_hash)})
+
+
+STEP = Step[DownloadResult](
+    name="01_download", title="01 · Download",
+    about="The pinned snapshot from the hub (disk space checked first), or the local "
+          "folder verified; the resolved commit and a content hash are recorded.",
+    result=DownloadResult,
+    cells=("download = bp.download_model(recipe, results_path, run_dir=run_dir)\ndownload",),
+    apply=_apply)

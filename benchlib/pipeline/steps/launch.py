@@ -1,0 +1,96 @@
+"""``02_launch``: what the runner's launch did — the command, the startup time, what the
+engine's log says — and one real token from the engine. The runner starts the engine
+before this step (its own process group, log in the run folder) and passes how that went;
+a notebook run on its own probes ``base_url`` (else the recipe's endpoint, else a scripted
+server it starts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from benchlib._secrets import env_secret
+from benchlib.engines import EngineError, first_token, parse_engine_log
+from benchlib.pipeline._declare import Param, Step, StepInputs
+from benchlib.pipeline._results import save_results
+from benchlib.pipeline._standalone import endpoint, results_file, step_folder
+from benchlib.recipe import Recipe
+
+__all__ = ["BASE_URL", "STEP", "LaunchResult", "launch_summary"]
+
+BASE_URL = Param(name="base_url", type="str", default="",
+                 help="the engine's URL; '': the recipe's endpoint, else a scripted server "
+                      "started for this step")
+
+
+class LaunchResult(BaseModel):
+    """02_launch's results."""
+
+    kind: str = Field(description="engine kind")
+    base_url: str = Field(description="where it answered")
+    command: str = Field(description="the command line, secrets redacted ('': not started "
+                                     "by the runner)")
+    startup_s: float | None = Field(description="seconds from start to ready")
+    engine_log: str = Field(description="the engine's log in the run folder")
+    log_facts: dict[str, Any] = Field(description="what the log says (version, KV cache, …)")
+
+
+def launch_summary(recipe: Recipe, *, base_url: str = "", engine_log: str = "",
+                   command: str = "", startup_s: float | None = None, launch_error: str = "",
+                   results_path: str | Path = "", run_dir: str | Path = "") -> LaunchResult:
+    """What the launch did, and a fresh 1-token probe.
+
+    Raises :class:`EngineError` (with the log's hints) when the runner could not start it.
+    """
+    text = Path(engine_log).read_text(encoding="utf-8", errors="replace") if engine_log else ""
+    facts = parse_engine_log(text)
+    if launch_error:
+        raise EngineError(launch_error, "\n".join(text.splitlines()[-30:]),
+                          [f"{f.name}: {f.hint}" for f in facts.failures])
+    api_key = env_secret(recipe.engine.api_key_env)
+    chat = all(s.endpoint == "chat" for s in recipe.scenarios)
+    with endpoint(recipe, base_url) as url:
+        probe = first_token(url, recipe.model.served_model_name, chat=chat, api_key=api_key)
+    if probe is not None:
+        raise EngineError(f"the engine at {url} did not answer a 1-token request: {probe}")
+    result = LaunchResult(kind=recipe.engine.kind, base_url=url, command=command,
+                          startup_s=startup_s, engine_log=engine_log,
+                          log_facts=facts.as_dict())
+    folder = step_folder(run_dir, recipe, scratch=False)
+    save_results(results_file(results_path, folder, STEP.name), result)
+    return result
+
+
+def _bind(inputs: StepInputs) -> dict[str, Any]:
+    engine = inputs.engine
+    return {"base_url": engine.base_url, "engine_log": engine.log_name,
+            "command": engine.command, "startup_s": engine.startup_s,
+            "launch_error": engine.launch_error}
+
+
+STEP = Step[LaunchResult](
+    name="02_launch", title="02 · Launch",
+    about="The runner started the engine (its own process group, log in the run folder) and "
+          "waited for it; here: the command, the startup time, what the log says, and one "
+          "real token. On its own, the notebook probes `base_url` (or the recipe's endpoint, "
+          "or a scripted server it starts).",
+    engine="start",
+    params=(BASE_URL,
+            Param(name="engine_log", type="str", default="",
+                  help="the engine's log, relative to the run folder; '': none"),
+            Param(name="command", type="str", default="",
+                  help="the command the runner started, secrets redacted"),
+            Param(name="startup_s", type="Optional[float]", default=None,
+                  help="seconds the engine took to become ready"),
+            Param(name="launch_error", type="str", default="",
+                  help="why the runner could not start the engine; '': it did")),
+    result=LaunchResult,
+    cells=("launch = bp.launch_summary(recipe, base_url=base_url, engine_log=engine_log,\n"
+           "                           command=command, startup_s=startup_s,\n"
+           "                           launch_error=launch_error, results_path=results_path,\n"
+           "                           run_dir=run_dir)\n"
+           'print(launch.command)\nprint(f"ready after {launch.startup_s} s")',
+           "launch.log_facts"),
+    bind=_bind)

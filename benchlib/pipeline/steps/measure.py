@@ -1,0 +1,217 @@
+"""``03_measure``: every scenario at every concurrency (or, for a long-context ramp, one
+request per input length until one fails), in order, each result saved as it finishes.
+
+A resumed run measures again only what is not done (see :mod:`benchlib.pipeline._resume`);
+when the engine stops answering after a scenario, that is recorded under ``engine_lost``
+and the remaining scenarios are not attempted.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import RootModel
+
+from benchlib._exceptions import BenchlibError
+from benchlib._secrets import env_secret
+from benchlib.engines import http_ok
+from benchlib.measure import measure
+from benchlib.pipeline._declare import Param, Step, StepInputs
+from benchlib.pipeline._folder import RunFolder
+from benchlib.pipeline._results import read_results, save_results
+from benchlib.pipeline._resume import ramp_done, scenario_done, scenario_problem
+from benchlib.pipeline._standalone import endpoint, results_file, step_folder
+from benchlib.pipeline.steps._summary import summary_table
+from benchlib.pipeline.steps.launch import BASE_URL
+from benchlib.recipe import Recipe, Scenario
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["STEP", "MeasureResult", "Measured", "measure_scenarios"]
+
+#: per-request arrays stay in the measure JSON; the results keep the aggregates
+_BULKY = ("input_lens", "output_lens", "ttfts", "itls", "errors", "latencies", "start_times",
+          "queue_times", "generated_texts")
+
+
+class MeasureResult(RootModel[dict[str, dict[str, Any]]]):
+    """03_measure's results: ``scenario/cN`` → that concurrency's aggregates (the measure
+    JSON's keys without the per-request arrays, plus where the JSON lies);
+    ``scenario/ramp`` → a ramp's record; ``engine_lost`` → why measuring stopped."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a measure step produced: its summary table, and the run folder it wrote to."""
+
+    table: pd.DataFrame
+    folder: RunFolder
+
+
+def _measure_once(recipe: Recipe, s: Scenario, base_url: str, result_json: Path,
+                  tokenizer: Path | None, api_key: str | None, **shape: Any) -> dict[str, Any]:
+    """The one place :func:`benchlib.measure.measure` is called: its result as the result
+    JSON's object (the keys the results and the summary table read)."""
+    cfg = s.measure_config(base_url=base_url, model=recipe.model.served_model_name,
+                           tokenizer=tokenizer, result_json=result_json, **shape)
+    return measure(cfg, api_key=api_key).to_json()
+
+
+def _tokenizer_dir(recipe: Recipe, model_path: str | Path) -> Path | None:
+    """Where the prompts' tokenizer comes from: ``model.tokenizer``, else the downloaded or
+    local model folder (a GGUF file has none: then ``model.tokenizer`` is needed)."""
+    if recipe.model.tokenizer is not None:
+        return recipe.model.tokenizer
+    for candidate in (Path(model_path) if model_path else None, recipe.model.local_path):
+        if candidate is not None and candidate.is_dir():
+            return candidate
+    return None
+
+
+def _alive(recipe: Recipe, base_url: str, api_key: str | None) -> bool:
+    """Whether the engine still answers (three tries, so one slow answer is not a death)."""
+    url = base_url.rstrip("/") + recipe.engine.ready_path
+    for _ in range(3):
+        if http_ok(url, timeout=10.0, api_key=api_key):
+            return True
+        time.sleep(1.0)
+    return False
+
+
+def _ms(value: float | None, digits: int) -> str:
+    """A metric for a progress line: ``n/a`` where the set was empty (no request succeeded)."""
+    return "n/a" if value is None else f"{value:.{digits}f} ms"
+
+
+def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path = "",
+                      results_path: str | Path = "", model_path: str | Path = "",
+                      force: bool = False) -> Measured:
+    """Measure every scenario not done in ``results_path`` (unless ``force``); a ramp cut
+    short goes on from its last completed length. Raises (so the step is marked failed, its
+    results kept, and a resume measures again what is not done) when the engine was lost or
+    a scenario is not done."""
+    folder = step_folder(run_dir, recipe, scratch=True)
+    assert folder is not None
+    saved_to = results_file(results_path, folder, STEP.name)
+    results = {} if force else read_results(saved_to)
+    results.pop("engine_lost", None)
+    tokenizer = _tokenizer_dir(recipe, model_path)
+    api_key = env_secret(recipe.engine.api_key_env)
+
+    def keep(key: str, record: dict[str, Any]) -> None:
+        results[key] = record
+        save_results(saved_to, results)
+
+    problems: list[str] = []
+    with endpoint(recipe, base_url) as url:
+        for s in recipe.scenarios:
+            if s.ramp_input_lens:
+                key = f"{s.name}/ramp"
+                if ramp_done(results.get(key), s):
+                    print(f"{key}: done in an earlier attempt, skipped", flush=True)
+                else:
+                    keep(key, _ramp(recipe, s, url, folder, api_key, tokenizer,
+                                    results.get(key), functools.partial(keep, key)))
+            for i, conc in enumerate([] if s.ramp_input_lens else s.concurrencies):
+                key = f"{s.name}/c{conc}"
+                if scenario_done(results.get(key), s.prompts_at(i), s.max_failed_fraction):
+                    print(f"{key}: done in an earlier attempt, skipped", flush=True)
+                    continue
+                print(f"{key}: {s.prompts_at(i)} prompts, {s.input_len} in / {s.output_len} "
+                      "out", flush=True)
+                result_json = folder.measure_json(s.name, conc)
+                r = _measure_once(recipe, s, url, result_json, tokenizer, api_key,
+                                  max_concurrency=conc, num_prompts=s.prompts_at(i),
+                                  input_len=s.input_len)
+                errors = [e for e in r["errors"] if e]
+                keep(key, {**{k: v for k, v in r.items() if k not in _BULKY},
+                           "scenario": s.name, "concurrency": conc,
+                           "input_len": s.input_len, "output_len": s.output_len,
+                           "result_json": str(result_json), "first_errors": errors[:3]})
+                print(f"{key}: {r['completed']} ok, {r['failed']} failed, median TTFT "
+                      f"{_ms(r['median_ttft_ms'], 1)}, TPOT {_ms(r['median_tpot_ms'], 2)}",
+                      flush=True)
+                problem = scenario_problem(results[key], s.prompts_at(i),
+                                           s.max_failed_fraction)
+                if problem:
+                    problems.append(f"{key}: {problem} ({', '.join(errors[:1]) or 'no error'})")
+            if not _alive(recipe, url, api_key):
+                lost = (f"the engine at {url} stopped answering during scenario {s.name!r}; "
+                        "the scenarios after it were not run (see engine.log)")
+                keep("engine_lost", {"after_scenario": s.name, "error": lost})
+                print(lost, flush=True)
+                problems.insert(0, lost)
+                break
+    ramp_failures = [k for k, v in results.items() if k.endswith("/ramp")
+                     and v.get("failed_at_input_len") is not None]
+    if problems:
+        raise BenchlibError("; ".join(problems))
+    if ramp_failures:
+        print(f"ramps that found a limit: {', '.join(ramp_failures)} (see results)", flush=True)
+    return Measured(table=summary_table(results), folder=folder)
+
+
+def _ramp(recipe: Recipe, s: Scenario, base_url: str, folder: RunFolder, api_key: str | None,
+          tokenizer: Path | None, earlier: Any,
+          save: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """One request per input length, going up, until one fails: where it got and how it
+    failed (the request's error, and whether the engine survived). ``earlier``: an
+    unfinished record of the same ramp (a resumed run), continued after its last length."""
+    fresh = not (isinstance(earlier, dict) and earlier.get("failed_at_input_len") is None
+                 and earlier.get("input_lens") == list(s.ramp_input_lens))
+    record: dict[str, Any] = {"scenario": s.name, "kind": "ramp", "endpoint": s.endpoint,
+                              "input_lens": list(s.ramp_input_lens), "steps": [],
+                              "max_completed_input_len": None, "failed_at_input_len": None,
+                              "error": None, "engine_alive_after": True} if fresh else earlier
+    steps: list[dict[str, Any]] = record["steps"]
+    reached = record["max_completed_input_len"] or 0
+    for n in [n for n in s.ramp_input_lens if n > reached]:
+        print(f"{s.name}/ramp: input {n} tokens", flush=True)
+        # no warmup: the one request at each length is the test
+        r = _measure_once(recipe, s, base_url, folder.ramp_json(s.name, n), tokenizer,
+                          api_key, max_concurrency=1, num_prompts=1, input_len=n,
+                          num_warmups=0)
+        ok = r["completed"] == 1
+        steps.append({"input_len": n, "ok": ok, "ttft_ms": r["median_ttft_ms"] if ok else None,
+                      "tpot_ms": r["median_tpot_ms"] if ok else None,
+                      "error": r["errors"][0] if not ok else ""})
+        if ok:
+            record["max_completed_input_len"] = n
+            save(record)
+            continue
+        record["failed_at_input_len"] = n
+        record["error"] = r["errors"][0]
+        record["engine_alive_after"] = _alive(recipe, base_url, api_key)
+        print(f"{s.name}/ramp: failed at {n} tokens: {record['error']} (engine "
+              f"{'still up' if record['engine_alive_after'] else 'gone'})", flush=True)
+        break
+    return record
+
+
+def _bind(inputs: StepInputs) -> dict[str, Any]:
+    return {"base_url": inputs.engine.base_url,
+            "model_path": str(inputs.model_path or "")}
+
+
+STEP = Step[MeasureResult](
+    name="03_measure", title="03 · Measure",
+    about="Every scenario at every concurrency, with `vllm bench serve`'s definitions and "
+          "the wire's accuracy; each result is saved as it finishes. On its own, the "
+          "notebook measures `base_url` (or the recipe's endpoint, or a scripted server it "
+          "starts) into a new folder under `outputs/notebooks/`.",
+    engine="ready", requires=("02_launch",),
+    params=(BASE_URL,
+            Param(name="model_path", type="str", default="",
+                  help="the model folder (the prompts' tokenizer); '': the recipe's")),
+    result=MeasureResult,
+    cells=("measured = bp.measure_scenarios(recipe, base_url=base_url, run_dir=run_dir,\n"
+           "                                results_path=results_path, "
+           "model_path=model_path)\nmeasured.table",
+           "bp.measure_figure(measured.table, save_to=measured.folder.summary_png)"),
+    bind=_bind)

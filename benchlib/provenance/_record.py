@@ -1,0 +1,63 @@
+"""The provenance record a sidecar carries: which kit, engine, model files and machine
+produced a number. Assembled by :mod:`benchlib.provenance._assemble`, compared by
+:mod:`benchlib.provenance._compare`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from benchlib.provenance._hardware import HardwareInfo
+from benchlib.provenance._model import FilesHash
+
+__all__ = ["EngineProvenance", "ModelFiles", "ModelProvenance", "Provenance"]
+
+
+class ModelFiles(BaseModel):
+    """The model files a run used, as ``01_download`` fetched or verified them."""
+
+    path: Path = Field(description="the model folder (downloaded snapshot or local folder)")
+    resolved_revision: str | None = Field(
+        None, description="the commit the hub resolved the pinned revision to; None: local")
+    files_hash: FilesHash | None = Field(None, description="content hash of the folder")
+
+
+class EngineProvenance(BaseModel):
+    """The engine that served the requests."""
+
+    name: str = Field(description="engine kind (vllm, sglang, llamacpp, openjet, endpoint)")
+    version: str | None = Field(None, description="installed version, else what its log said")
+    expected_version: str | None = Field(None, description="the version the recipe pins")
+    commit: str | None = Field(None, description="source commit the recipe names")
+    command: str | None = Field(None, description="as launched, secrets redacted")
+    startup_s: float | None = Field(None, description="seconds from start to ready")
+    log_facts: dict[str, Any] = Field(default_factory=dict,
+                                      description="what the engine's log said (KV cache, …)")
+
+
+class ModelProvenance(BaseModel):
+    """The model: what the recipe asked for and what was used."""
+
+    id: str = Field(description="hub id or local name")
+    revision: str | None = Field(None, description="the recipe's pin")
+    resolved_revision: str | None = Field(None, description="the commit it resolved to")
+    path: str | None = Field(None, description="the folder the engine loaded")
+    files_hash: FilesHash | None = Field(None, description="content hash of that folder")
+
+
+class Provenance(BaseModel):
+    """Everything a number depends on besides the recipe."""
+
+    kit_commit: str | None = Field(description="git commit of the kit; None outside git")
+    kit_dirty: bool | None = Field(description="uncommitted changes to tracked files")
+    engine: EngineProvenance
+    model: ModelProvenance
+    hardware: HardwareInfo
+    hardware_mismatches: list[str] = Field(default_factory=list,
+                                           description="where the machine differs from the "
+                                                       "recipe's hardware section")
+    python: str = Field(description="interpreter implementation and version")
+    packages: dict[str, str] = Field(description="every installed distribution → version")
+    environment_yml_sha256: str | None = Field(description="hash of environment.yml")
