@@ -12,13 +12,14 @@ Both the measuring client and the scripted server use this module.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 import sys
 import time
 from dataclasses import dataclass
 
-__all__ = ["ANC_BUFSIZE", "ClockMap", "enable_rx_timestamps", "rx_timestamp_ns"]
+__all__ = ["ANC_BUFSIZE", "ClockMap", "enable_rx_timestamps", "rx_timestamp_ns", "send_whole"]
 
 #: ``SO_TIMESTAMPNS`` (``SO_TIMESTAMPNS_OLD``) and its control message type on Linux; Python's
 #: socket module does not export them.
@@ -75,3 +76,14 @@ class ClockMap:
     def to_perf_ns(self, realtime_ns: int) -> int:
         """Map a kernel ``CLOCK_REALTIME`` stamp onto the ``perf_counter_ns`` clock."""
         return realtime_ns - self.offset_ns
+
+
+async def send_whole(loop: asyncio.AbstractEventLoop, sock: socket.socket, data: bytes) -> None:
+    """Send all of ``data`` on a non-blocking socket: one ``send`` straight away (the common
+    case: the kernel takes it whole, no event-loop round trip), the rest when it can."""
+    try:
+        sent = sock.send(data)
+    except BlockingIOError:
+        sent = 0
+    if sent < len(data):
+        await loop.sock_sendall(sock, memoryview(data)[sent:])

@@ -24,7 +24,13 @@ from dataclasses import dataclass, field
 
 import h11
 
-from benchlib._wire import ANC_BUFSIZE, ClockMap, enable_rx_timestamps, rx_timestamp_ns
+from benchlib._wire import (
+    ANC_BUFSIZE,
+    ClockMap,
+    enable_rx_timestamps,
+    rx_timestamp_ns,
+    send_whole,
+)
 from benchlib.measure._endpoint import Address, Endpoint, resolve
 from benchlib.measure._sse import SSEDecoder
 
@@ -174,12 +180,7 @@ class Connection:
         self._loop.add_reader(self._sock.fileno(), self._on_readable)
         try:
             capture.start_ns = time.perf_counter_ns()
-            try:
-                sent = self._sock.send(wire)
-            except BlockingIOError:
-                sent = 0
-            if sent < len(wire):
-                await self._loop.sock_sendall(self._sock, memoryview(wire)[sent:])
+            await send_whole(self._loop, self._sock, wire)
             await done
             capture.clock_drift_ns = ClockMap.now().offset_ns - self._clock.offset_ns
         except asyncio.CancelledError:

@@ -10,7 +10,13 @@ import time
 
 import h11
 
-from benchlib._wire import ANC_BUFSIZE, ClockMap, enable_rx_timestamps, rx_timestamp_ns
+from benchlib._wire import (
+    ANC_BUFSIZE,
+    ClockMap,
+    enable_rx_timestamps,
+    rx_timestamp_ns,
+    send_whole,
+)
 
 __all__ = ["Hangup", "Peer"]
 
@@ -79,12 +85,7 @@ class Peer:
         when the send began in :attr:`last_send_begin_ns`: the bytes reached the client's
         socket between the two)."""
         self.last_send_begin_ns = time.perf_counter_ns()
-        try:
-            sent = self.sock.send(data)
-        except BlockingIOError:
-            sent = 0
-        if sent < len(data):
-            await self.loop.sock_sendall(self.sock, memoryview(data)[sent:])
+        await send_whole(self.loop, self.sock, data)
         return time.perf_counter_ns()
 
 
