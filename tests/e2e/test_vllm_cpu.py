@@ -57,9 +57,8 @@ def test_benchlib_agrees_with_vllm_bench_serve(engine: EngineProcess, tiny_model
     """Same prompts (one file), same engine: benchlib, then ``vllm bench serve``, then benchlib
     again. Token counts are exact. The engine's own speed drifts between runs on a shared CPU,
     so vLLM's medians must lie inside the band our usable runs span, widened (see below): a
-    client that counted chunks, started its clock elsewhere or timed the wrong event would
-    fall outside. The 10 % check of every shared key is test_vllm_keys', on a server with
-    known timing."""
+    client grossly wrong would fall outside. The 10 % check of every shared key is
+    test_vllm_keys', on a server with known timing."""
     port = engine.ready_url.split(":")[2].split("/")[0]
     url = f"http://127.0.0.1:{port}"
     prompts = _prompts(tmp_path / "prompts.jsonl", N)
@@ -103,11 +102,11 @@ def test_benchlib_agrees_with_vllm_bench_serve(engine: EngineProcess, tiny_model
         pytest.skip("every benchlib run was starved of CPU (client_bound, buffered streams): "
                     "no band to hold vllm bench serve's medians to on this machine now")
     lag = max(r["timing"]["p99_read_lag_ms"] or 0.0 for r in usable)
-    # Wider than the 10 % the scripted-server test (test_vllm_keys) holds every key to: on two
-    # cores vLLM's client (aiohttp, per-event JSON in Python) takes CPU from the engine's API
-    # server, which then really streams slower, and the engine's pace drifts between runs
-    for key, rel, slack in (("median_ttft_ms", 0.5, 1.0 + lag), ("median_tpot_ms", 0.25, 0.1)):
+    # Far wider than the 10 % the scripted-server test (test_vllm_keys) holds every key to:
+    # measured here, the tiny engine's own pace varies up to 2x between back-to-back runs on
+    # two cores (TPOT 2.0–3.3 ms with nothing else running), so only a gross error — a clock
+    # started elsewhere, chunks taken for tokens, seconds for milliseconds — must fail
+    for key, slack in (("median_ttft_ms", 1.0 + lag), ("median_tpot_ms", 0.1)):
         low = min(r[key] for r in usable)
         high = max(r[key] for r in usable)
-        assert (1 - rel) * low - slack <= ref[key] <= (1 + rel) * high + slack, (
-            key, low, ref[key], high)
+        assert low / 2 - slack <= ref[key] <= 2 * high + slack, (key, low, ref[key], high)
