@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
 
         table = summary_table(measured)
         cols = ["scenario", "concurrency", "completed", "failed", "median_ttft_ms",
-                "median_tpot_ms", "output_throughput", "per_user_tok_s"]
+                "median_tpot_ms", "output_throughput", "per_user_tok_s", "buffered_streams",
+                "client_bound"]
         with pd.option_context("display.width", 200, "display.float_format", "{:.2f}".format):
             print("\n" + table[cols].to_string(index=False))
     if not summary.ok:

@@ -18,7 +18,8 @@ TABLE_COLUMNS = ["scenario", "endpoint", "input_len", "output_len", "concurrency
                  "failed", "median_ttft_ms", "median_ttft_text_ms", "p99_ttft_ms",
                  "median_tpot_ms", "p99_tpot_ms",
                  "median_itl_ms", "median_e2el_ms", "output_throughput", "per_user_tok_s",
-                 "mean_tokens_per_chunk"]
+                 "mean_tokens_per_chunk", "buffered_streams", "exact_ttft_fraction",
+                 "client_bound"]
 
 
 def summary_table(results: Mapping[str, Any]) -> pd.DataFrame:
@@ -31,7 +32,11 @@ def summary_table(results: Mapping[str, Any]) -> pd.DataFrame:
             continue  # ramps, engine_lost, engine_exit: not concurrency results
         # per user: decode speed after the first text (vLLM's TPOT starts at a role chunk)
         tpot = r.get("median_tpot_text_ms") or r.get("median_tpot_ms") or 0.0
+        timing = r.get("timing") or {}
         rows.append({**{k: r.get(k) for k in TABLE_COLUMNS},
+                     # how far the row can be trusted (see the measure result's timing block)
+                     "exact_ttft_fraction": timing.get("exact_ttft_fraction"),
+                     "client_bound": timing.get("client_bound"),
                      "endpoint": r.get("endpoint_type"),
                      "per_user_tok_s": 1000.0 / tpot if tpot else None})
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
