@@ -18,6 +18,7 @@ from pathlib import Path
 
 from benchlib._exceptions import UsageError
 from benchlib._secrets import SECRET_FLAGS, expand_env, is_secret_name
+from benchlib.engines._speculative import speculative_args
 from benchlib.recipe import EngineSpec, ModelSpec
 
 __all__ = ["LaunchPlan", "free_port", "plan_launch", "redact_argv", "redact_env"]
@@ -126,7 +127,7 @@ def plan_launch(engine: EngineSpec, model: ModelSpec, model_path: Path,
             argv += ["-c", *ctx]
         if ready_path == "/v1/models":
             ready_path = "/health"
-    argv += list(engine.args)
+    argv += [*speculative_args(engine), *engine.args]
     base = f"http://{host}:{port}"
     return LaunchPlan(engine.kind, argv, env=dict(engine.env), base_url=base,
                       ready_url=base + ready_path)

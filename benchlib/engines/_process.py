@@ -76,6 +76,8 @@ class EngineProcess:
         self.secrets = list(secrets)
         self.proc: subprocess.Popen[bytes] | None = None
         self.startup_s: float | None = None
+        #: after :meth:`stop`: whether every process of the group had exited
+        self.group_gone: bool | None = None
         self._t0 = 0.0
         self._log_thread: threading.Thread | None = None
 
@@ -156,6 +158,23 @@ class EngineProcess:
                 proc.wait(timeout=10)  # a process stuck in the driver may never be reaped
             # a worker that left the group may still hold the pipe: do not wait for it long
             self.wait_log(timeout=5.0)
+            self.group_gone = self._wait_group_gone(proc.pid, timeout=10.0)
+
+    @staticmethod
+    def _wait_group_gone(pgid: int, timeout: float) -> bool:
+        """Whether no process of group ``pgid`` is left (polled up to ``timeout`` s): the
+        next engine of a comparison starts only once the previous one's memory is free."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return True
+            except PermissionError:  # a member changed owner: it is still there
+                pass
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
 
     def __enter__(self) -> EngineProcess:
         self.start()

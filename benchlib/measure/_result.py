@@ -220,6 +220,9 @@ class RunSettings(BaseModel):
     base_url: str = Field(description="the server measured")
     requests_jsonl: str | None = Field(
         description="the per-request file's name, beside the result JSON (null: not written)")
+    prompts_sha256: str | None = Field(
+        None, description="SHA-256 of the request bodies' prompts in order: equal for two "
+                          "runs that sent the same prompts (a fair A/B's first condition)")
 
 
 #: the result's last keys, after the metrics
@@ -246,7 +249,8 @@ class MeasureResult(RunMetrics):
     benchlib: RunSettings = Field(description="benchlib's settings of this run")
 
     @classmethod
-    def assemble(cls, cfg: MeasureConfig, metrics: RunMetrics, date: str) -> MeasureResult:
+    def assemble(cls, cfg: MeasureConfig, metrics: RunMetrics, date: str,
+                 prompts_sha256: str | None = None) -> MeasureResult:
         """The result of the run ``cfg`` describes, whose metrics are ``metrics``."""
         def unlimited(x: float) -> Unlimited:
             return "inf" if math.isinf(x) else x
@@ -258,7 +262,8 @@ class MeasureResult(RunMetrics):
             goodput=dict(cfg.goodput), base_url=cfg.base_url,
             # beside the result JSON: the folder can be moved
             requests_jsonl=(requests_path(cfg.result_json).name
-                            if cfg.result_json is not None else None))
+                            if cfg.result_json is not None else None),
+            prompts_sha256=prompts_sha256)
         header = {
             "date": date, "backend": "benchlib", "endpoint_type": cfg.endpoint, "label": None,
             "model_id": cfg.model,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import datetime as dt
+import hashlib
 import json
 import os
 import sys
@@ -66,6 +67,14 @@ def _run_coroutine(coro: Coroutine[Any, Any, _T]) -> _T:
 #: the named error of a request whose output length cannot be known
 NO_TOKEN_COUNT = ("output tokens unknown: the server sent no usage and no tokenizer was "
                   "given (pass --tokenizer, or ask the server for usage)")
+
+
+def prompts_digest(prompts: list[Prompt]) -> str:
+    """SHA-256 over the prompts in order (text, or chat messages as canonical JSON)."""
+    h = hashlib.sha256()
+    for p in prompts:
+        h.update(json.dumps(p.prompt, sort_keys=True, ensure_ascii=False).encode() + b"\n")
+    return h.hexdigest()
 
 
 def _probe_usage(cfg: MeasureConfig, body: bytes, api_key: str | None) -> None:
@@ -149,7 +158,7 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
                         duration_ns=duration_ns, percentiles=cfg.percentiles,
                         goodput=dict(cfg.goodput), max_concurrency=cfg.max_concurrency,
                         request_rate=cfg.request_rate)
-    result = MeasureResult.assemble(cfg, metrics, date)
+    result = MeasureResult.assemble(cfg, metrics, date, prompts_digest(prompts))
     if cfg.result_json is not None:
         tmp = cfg.result_json.with_suffix(cfg.result_json.suffix + ".tmp")
         text = json.dumps(result.to_json(), indent=2, allow_nan=False, default=str) + "\n"

@@ -17,6 +17,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
+from benchlib.pipeline._fairness import Probe
 from benchlib.pipeline._folder import RunFolder
 from benchlib.provenance import ModelFiles
 from benchlib.recipe import Recipe
@@ -91,6 +92,8 @@ class RunFacts(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     model: ModelFiles | None = Field(None, description="the model files 01_download used")
+    probe: list[Probe] | None = Field(None, description="the fair-A/B probe of the engine "
+                                      "(02_launch), set against the other variants'")
 
 
 class StepInputs(BaseModel):
@@ -123,6 +126,9 @@ class Step(BaseModel, Generic[R]):
     engine: Literal["none", "start", "ready"] = Field(
         "none", description="none: no engine; start: the runner starts the engine first and "
         "the step reports how that went; ready: the step needs it running (else skipped)")
+    scope: Literal["variant", "run"] = Field(
+        "variant", description="variant: runs for each variant of the recipe, in the "
+        "variant's folder; run: once per run, over every variant (04_compare)")
     requires: tuple[str, ...] = Field(
         (), description="steps that, when this run ran them, must have ended ok")
     params: tuple[Param, ...] = Field((), description="parameters beyond COMMON_PARAMS")

@@ -5,7 +5,9 @@ recipe), ``run.json`` (finished or not, the recipe's hash), ``NN_step.ipynb`` +
 ``NN_step.json`` per step (earlier attempts kept as ``NN_step.attempt-K.*``), ``.results/``
 (each step's results as its notebook wrote them), ``engine.log`` (earlier attempts:
 ``engine.attempt-K.log``) and ``measure/`` (one result JSON per scenario × concurrency or
-ramp length, and ``summary.png``). A finished folder is never overwritten: the next run of
+ramp length, and ``summary.png``). A recipe with variants gives each variant a folder of
+that shape, ``<run>/<variant>/``, and keeps the run-wide steps (``04_compare``) at the top. A
+finished folder is never overwritten: the next run of
 the same recipe that day gets ``-2``, ``-3`` …; an unfinished run of the same, unchanged
 recipe is resumed in its own folder.
 
@@ -93,6 +95,11 @@ class RunFolder(BaseModel):
         return int(m.group(1) or 1) if m else 0
 
     # ------------------------------------------------------------------ what lies in it
+    def variant(self, name: str) -> RunFolder:
+        """A variant's own folder inside the run (its recipe.json, steps, engine log and
+        measurements); ``""`` (a recipe without variants): this folder."""
+        return self if not name else RunFolder(path=self.path / name)
+
     @property
     def recipe_json(self) -> Path:
         """The validated recipe, paths inside the kit relative to it."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import hashlib
 import signal
 import time
@@ -26,10 +27,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from benchlib._exceptions import UsageError
 from benchlib._secrets import recipe_secrets, scrub_text, scrub_tree
 from benchlib.pipeline._declare import RunFacts, Step, StepInputs
 from benchlib.pipeline._engine import RunEngine
 from benchlib.pipeline._execute import execute_step
+from benchlib.pipeline._fairness import probe_differences
 from benchlib.pipeline._folder import RunFolder, RunState
 from benchlib.pipeline._paths import kit_root, portable, portable_recipe
 from benchlib.pipeline._results import read_results
@@ -70,8 +73,10 @@ class _Runner:
     """One run of a recipe's steps in one folder."""
 
     def __init__(self, recipe: Recipe, folder: RunFolder, steps: list[Step[Any]],
-                 log: Callable[[str], None]) -> None:
+                 log: Callable[[str], None],
+                 gate: Callable[[RunFacts], None] | None = None) -> None:
         self.recipe = recipe
+        self.gate = gate
         self.folder = folder
         self.steps = steps
         self.secrets = recipe_secrets(recipe)
@@ -107,6 +112,8 @@ class _Runner:
                 self.statuses[step.name] = self.attempt(step)
             if self.statuses[step.name] == "ok":
                 self.take(step)
+                if step.engine == "start" and self.gate is not None:
+                    self.gate(self.facts)  # raises when this engine is not comparable
             if i == last_engine_step:
                 self.engine.stop()
 
@@ -187,10 +194,64 @@ def _interruptible() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def _run_steps(recipe: Recipe, folder: RunFolder, steps: list[Step[Any]], resumed: bool,
+               log: Callable[[str], None], gate: Callable[[RunFacts], None] | None = None
+               ) -> dict[str, str]:
+    """``steps`` of ``recipe`` in ``folder`` (done ones skipped on resume); the engine
+    stopped, the folder scrubbed and its ``run.json`` written whatever happens."""
+    snapshot = portable_recipe(recipe, kit_root()).model_dump_json(indent=2) + "\n"
+    state = folder.read_state() if resumed else None
+    if state is None:
+        state = RunState(recipe_sha256=hashlib.sha256(snapshot.encode()).hexdigest(),
+                         finished=False)
+        folder.start(snapshot, state)
+    done = done_steps(recipe, folder, steps) if resumed else set()
+    runner = _Runner(recipe, folder, steps, log, gate)
+    try:
+        runner.run(done)
+    finally:
+        runner.engine.stop()
+        scrub_tree(folder.path, runner.secrets)
+        folder.write_state(state.model_copy(update={
+            "finished": all(runner.statuses.get(s.name) == "ok" for s in steps),
+            "statuses": runner.statuses}))
+    return runner.statuses
+
+
+def _tagged(log: Callable[[str], None], tag: str, message: str) -> None:
+    log(f"[{tag}] {message}")
+
+
+def _fair_gate(recipe: Recipe, name: str, reference: dict[str, Any]
+               ) -> Callable[[RunFacts], None]:
+    """The check between a variant's launch and its measurements: its probe against the
+    first variant's (:func:`~benchlib.pipeline._fairness.probe_differences`); a difference
+    the recipe did not declare raises :class:`UsageError` (exit 2) naming the setting."""
+
+    def gate(facts: RunFacts) -> None:
+        if facts.probe is None:
+            return
+        if not reference:
+            reference.update(name=name, probe=facts.probe)
+        refused = [(setting, why) for setting, why in probe_differences(
+            reference["probe"], facts.probe) if setting not in recipe.compare.differences]
+        if refused:
+            lines = [f"{name} against {reference['name']}: " + why + (
+                f" — add {setting} to compare.differences if it is the point of the "
+                "comparison" if setting else "") for setting, why in refused]
+            raise UsageError("compare.differences", "not a fair comparison, measuring "
+                             "refused:\n  " + "\n  ".join(lines))
+
+    return gate
+
+
 def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: bool = False,
                log: Callable[[str], None] = print) -> RunSummary:
     """Validate, then run every step of the recipe; return where and how it went.
 
+    A recipe with variants runs the per-variant steps for each variant in turn, in its own
+    folder, one engine alive at a time (the next starts once the previous group is gone),
+    each checked against the first variant before it measures; then the run-wide steps.
     SIGTERM and SIGHUP are turned into KeyboardInterrupt while it runs, so a cancelled run
     still stops its engine, scrubs its files and records that it did not finish.
     """
@@ -204,15 +265,28 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
     state = RunState(recipe=str(portable(recipe_path, kit_root())), recipe_sha256=digest,
                      finished=False)
     folder.start(snapshot, state)
-    done = done_steps(recipe, folder, steps) if resumed else set()
+    statuses: dict[str, str] = {}
+    completed = False  # every step of every variant was reached
     with _interruptible():
-        runner = _Runner(recipe, folder, steps, log)
         try:
-            runner.run(done)
+            if not recipe.variants:
+                statuses.update(_run_steps(recipe, folder, steps, resumed, log))
+            else:
+                reference: dict[str, Any] = {}
+                per_variant = [s for s in steps if s.scope == "variant"]
+                for name, variant in recipe.variant_recipes():
+                    log(f"variant {name}: {variant.engine.kind}, speculative "
+                        f"{variant.engine.speculative.label}")
+                    done = _run_steps(variant, folder.variant(name), per_variant, resumed,
+                                      functools.partial(_tagged, log, name),
+                                      _fair_gate(recipe, name, reference))
+                    statuses.update({f"{name}/{k}": v for k, v in done.items()})
+                statuses.update(_run_steps(recipe, folder, [s for s in steps
+                                                            if s.scope == "run"],
+                                           resumed, log))
+            completed = True
         finally:
-            runner.engine.stop()
-            scrub_tree(folder.path, runner.secrets)
             folder.write_state(state.model_copy(update={
-                "finished": all(runner.statuses.get(s.name) == "ok" for s in steps),
-                "statuses": runner.statuses}))
-    return RunSummary(folder.path, runner.statuses)
+                "finished": completed and all(v == "ok" for v in statuses.values()),
+                "statuses": statuses}))
+    return RunSummary(folder.path, statuses)

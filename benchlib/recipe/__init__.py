@@ -1,5 +1,6 @@
 """Recipes (``params/*.yaml``): a strict schema and a loader that names every problem."""
 
+from benchlib.recipe._fair import DIFFERENCES, Difference, caveats, variant_settings
 from benchlib.recipe._load import (
     RecipeError,
     format_problems,
@@ -15,19 +16,29 @@ from benchlib.recipe._schema import (
     ModelSpec,
     Recipe,
     Scenario,
+    Variant,
 )
+from benchlib.recipe._speculative import METHODS, SpecMethod, Speculative
 
 __all__ = [
+    "DIFFERENCES",
+    "METHODS",
     "CompareSpec",
+    "Difference",
     "EngineSpec",
     "HardwareSpec",
     "ModelSpec",
     "Recipe",
     "RecipeError",
     "Scenario",
+    "SpecMethod",
+    "Speculative",
+    "Variant",
+    "caveats",
     "format_problems",
     "load_recipe",
     "map_paths",
     "recipe_from_dict",
     "resolve_paths",
+    "variant_settings",
 ]

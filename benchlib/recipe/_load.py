@@ -11,7 +11,8 @@ import yaml
 from pydantic import ValidationError
 
 from benchlib._exceptions import UsageError, validation_problems
-from benchlib.recipe._schema import Recipe
+from benchlib.recipe._schema import EngineSpec, ModelSpec, Recipe
+from benchlib.recipe._speculative import Speculative
 
 __all__ = ["RecipeError", "format_problems", "load_recipe", "map_paths", "recipe_from_dict",
            "resolve_paths"]
@@ -64,21 +65,34 @@ def load_recipe(path: Path) -> Recipe:
 
 def map_paths(recipe: Recipe, fn: Callable[[Path], Path]) -> Recipe:
     """The same recipe with ``fn`` applied to every path it names (model folder and
-    tokenizer, engine interpreter and executable, dataset files, runs to compare): the one
-    list of a recipe's paths."""
+    tokenizer, engine interpreter and executable, draft model, dataset files, runs to
+    compare — the variants' too): the one list of a recipe's paths."""
 
     def fix(p: Path | None) -> Path | None:
         return None if p is None else fn(p)
 
-    model = recipe.model.model_copy(update={"local_path": fix(recipe.model.local_path),
-                                            "tokenizer": fix(recipe.model.tokenizer)})
-    engine = recipe.engine.model_copy(update={"python": fix(recipe.engine.python),
-                                              "executable": fix(recipe.engine.executable)})
+    def model(m: ModelSpec) -> ModelSpec:
+        return m.model_copy(update={"local_path": fix(m.local_path),
+                                    "tokenizer": fix(m.tokenizer)})
+
+    def spec(s: Speculative) -> Speculative:
+        return s.model_copy(update={"draft_model": fix(s.draft_model)})
+
+    def engine(e: EngineSpec) -> EngineSpec:
+        return e.model_copy(update={"python": fix(e.python), "executable": fix(e.executable),
+                                    "speculative": spec(e.speculative)})
+
+    variants = [v.model_copy(update={
+        "engine": engine(v.engine) if v.engine else None,
+        "model": model(v.model) if v.model else None,
+        "speculative": spec(v.speculative) if v.speculative else None})
+        for v in recipe.variants]
     scenarios = [s.model_copy(update={"dataset_path": fix(s.dataset_path)})
                  for s in recipe.scenarios]
     compare = recipe.compare.model_copy(update={"runs": [fn(r) for r in recipe.compare.runs]})
-    return recipe.model_copy(update={"model": model, "engine": engine, "scenarios": scenarios,
-                                     "compare": compare})
+    return recipe.model_copy(update={"model": model(recipe.model),
+                                     "engine": engine(recipe.engine), "scenarios": scenarios,
+                                     "variants": variants, "compare": compare})
 
 
 def resolve_paths(recipe: Recipe, base: Path) -> Recipe:

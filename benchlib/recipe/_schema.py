@@ -30,6 +30,8 @@ from benchlib.measure import (
     Warmups,
     Workload,
 )
+from benchlib.recipe._fair import Difference, check_comparable
+from benchlib.recipe._speculative import Speculative
 
 __all__ = [
     "CompareSpec",
@@ -38,6 +40,7 @@ __all__ = [
     "ModelSpec",
     "Recipe",
     "Scenario",
+    "Variant",
 ]
 
 
@@ -100,6 +103,8 @@ class EngineSpec(_Strict):
     ready_path: str = Field("/v1/models", description="GET this until it answers 200")
     ready_timeout_s: float = Field(900.0, gt=0)
     max_model_len: int | None = Field(None, ge=1)
+    speculative: Speculative = Field(default_factory=Speculative,
+                                     description="speculative decoding; off by default")
 
     @model_validator(mode="after")
     def _endpoint_needs_url(self) -> EngineSpec:
@@ -118,6 +123,11 @@ class EngineSpec(_Strict):
         if any(is_secret_name(k) for k in self.env):
             raise ValueError("engine.env must not hold secrets; name the variable in "
                              "api_key_env / model.hf_token_env and export it instead")
+        spec_flags = {"--speculative-config", "--speculative_config", "-md", "--model-draft",
+                      "--speculative-algorithm", "--speculative-draft-model-path"}
+        if self.speculative.on and spec_flags & {a.split("=", 1)[0] for a in self.args}:
+            raise ValueError("engine.args: the speculative setting goes in speculative "
+                             "(method, k, draft_model, options), not in args as well")
         return self
 
 
@@ -209,12 +219,35 @@ class CompareSpec(_Strict):
     """Which earlier runs to set beside this one in ``04_compare``."""
 
     runs: list[Path] = Field(default_factory=list, description="other run folders")
+    differences: list[Difference] = Field(
+        default_factory=list, description="settings the variants may differ in because "
+        "that is the point of the comparison; any other difference is refused")
     metrics: list[str] = Field(default_factory=lambda: ["median_ttft_ms", "median_tpot_ms",
                                                         "output_throughput"])
 
 
+class Variant(_Strict):
+    """One side of a comparison: the recipe's engine and model, or its own, with its own
+    speculative setting and extra flags; every variant runs the recipe's scenarios."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="unique: names the "
+                      "variant's folder in the run and its rows in 04_compare")
+    engine: EngineSpec | None = Field(None, description="the engine; default: the recipe's")
+    model: ModelSpec | None = Field(None, description="the model; default: the recipe's")
+    speculative: Speculative | None = Field(None, description="default: the engine's")
+    args: list[Pin] = Field(default_factory=list,
+                            description="flags added after the engine's own args")
+    thinking: bool | None = Field(None, description="whether the engine is set up to think "
+                                  "(reasoning on); None: the model's default")
+
+
 class Recipe(_Strict):
-    """A whole benchmark: model, engine, expected hardware, scenarios, comparisons."""
+    """A whole benchmark: model, engine, expected hardware, scenarios, comparisons.
+
+    With ``variants``, each variant runs every scenario in turn (one engine alive at a time)
+    and ``04_compare`` sets them side by side; :meth:`variant_recipes` gives each variant's
+    own one-engine recipe. Without, the recipe is its own single variant.
+    """
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
@@ -222,6 +255,9 @@ class Recipe(_Strict):
     engine: EngineSpec
     hardware: HardwareSpec = Field(default_factory=HardwareSpec)
     scenarios: list[Scenario] = Field(min_length=1)
+    variants: list[Variant] = Field(default_factory=list, description="engines compared")
+    thinking: bool | None = Field(None, description="whether the engine is set up to think; "
+                                  "None: the model's default (a variant may say otherwise)")
     compare: CompareSpec = Field(default_factory=CompareSpec)
     plan: dict[str, Any] = Field(
         default_factory=dict,
@@ -249,4 +285,31 @@ class Recipe(_Strict):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"scenario names must be unique: {', '.join(dupes)}")
+        variants = [v.name for v in self.variants]
+        dupes = sorted({n for n in variants if variants.count(n) > 1})
+        if dupes:
+            raise ValueError(f"variant names must be unique: {', '.join(dupes)}")
         return self
+
+    @model_validator(mode="after")
+    def _comparable(self) -> Recipe:
+        check_comparable(self.variant_recipes(), self.compare.differences)
+        return self
+
+    def variant_recipes(self) -> list[tuple[str, Recipe]]:
+        """Each variant's own recipe (its engine, model and flags; no variants), in order;
+        ``[("", self)]`` when the recipe names none."""
+        if not self.variants:
+            return [("", self)]
+        out: list[tuple[str, Recipe]] = []
+        for v in self.variants:
+            engine = v.engine or self.engine
+            engine = engine.model_copy(update={
+                "args": [*engine.args, *v.args],
+                "speculative": v.speculative or engine.speculative})
+            EngineSpec.model_validate(engine.model_dump())  # args and speculative agree
+            out.append((v.name, self.model_copy(update={
+                "engine": engine, "model": v.model or self.model, "variants": [],
+                "thinking": v.thinking if v.thinking is not None else self.thinking,
+                "name": self.name})))
+        return out

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from benchlib._exceptions import UsageError
+from benchlib.pipeline._chart import Chart
 from benchlib.pipeline._declare import Param, Step, StepInputs
 from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._results import read_results, save_results
 from benchlib.pipeline._standalone import outputs, results_file, scratch_outputs, step_folder
 from benchlib.pipeline.steps import measure
 from benchlib.pipeline.steps._summary import summary_table
+from benchlib.pipeline.steps._variants import variants_figure, variants_table
 from benchlib.provenance import compare_provenance
 from benchlib.recipe import Recipe
 
@@ -34,6 +36,9 @@ class CompareResult(BaseModel):
 
     runs: list[str] = Field(description="the run folders compared, this run first")
     provenance_differences: list[str] = Field(description="the provenance facts that differ")
+    variants: list[dict[str, Any]] = Field(
+        default_factory=list, description="a comparison run's variants side by side: one "
+        "row per variant × scenario × concurrency (steps._variants.VARIANT_COLUMNS)")
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,8 @@ class Compared:
 
     table: pd.DataFrame
     provenance: pd.DataFrame
+    variants: pd.DataFrame | None = None
+    figure: Chart | None = None
 
 
 def _measured(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -58,8 +65,8 @@ def _measured(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return results, {}
 
 
-def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = ""
-                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = "",
+                 variants: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Measure results of several runs side by side, and their provenance with every
     difference flagged. Each run folder must hold measure results."""
     import pandas as pd
@@ -77,8 +84,10 @@ def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = ""
     table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     prov_table = compare_provenance(provenance)
     differences = [] if prov_table.empty else prov_table.index[prov_table["differs"]].tolist()
+    rows = [] if variants is None else json.loads(variants.to_json(orient="records"))
     save_results(results_path, CompareResult(runs=[str(r) for r in run_dirs],
-                                             provenance_differences=differences))
+                                             provenance_differences=differences,
+                                             variants=rows))
     return table, prov_table
 
 
@@ -92,7 +101,25 @@ def _runs_of(recipe: Recipe) -> list[Path]:
 
 def compare(recipe: Recipe, *, run_dir: str | Path = "", other_runs: Sequence[str] = (),
             results_path: str | Path = "") -> Compared:
-    """``run_dir`` beside ``other_runs``; with no ``run_dir``, every run of the recipe."""
+    """``run_dir`` beside ``other_runs``; with no ``run_dir``, every run of the recipe. A
+    recipe with variants: the variants of ``run_dir`` (else of the recipe's newest run)
+    side by side, with caveats, speedups and the Pareto chart (``variants.png``)."""
+    if recipe.variants:
+        if not str(run_dir):
+            found = RunFolder.runs_of(outputs(), recipe.name)
+            run_dir = found[-1].path if found else ""
+        table = variants_table(recipe, run_dir) if str(run_dir) else None
+        figure = variants_figure(table, save_to=Path(run_dir) / "variants.png") \
+            if table is not None else None
+        runs = [RunFolder(path=Path(run_dir)).variant(v.name).path for v in recipe.variants
+                if str(run_dir)]
+        runs = [r for r in runs if RunFolder(path=r).results(measure.STEP.name).is_file()]
+        runs += [Path(r) for r in other_runs]
+        folder = step_folder(run_dir, recipe, scratch=False)
+        table_all, provenance = compare_runs(runs, results_file(results_path, folder,
+                                                                STEP.name), variants=table)
+        return Compared(table=table_all, provenance=provenance, variants=table,
+                        figure=figure)
     runs = [Path(run_dir), *map(Path, other_runs)] if str(run_dir) else [
         *_runs_of(recipe), *map(Path, other_runs)]
     if not runs:
@@ -110,12 +137,17 @@ def _bind(inputs: StepInputs) -> dict[str, Any]:
 STEP = Step[CompareResult](
     name="04_compare", title="04 · Compare",
     about="This run beside the recipe's `compare.runs`, and every provenance difference "
-          "flagged (`differs`). On its own, the notebook compares every run of the recipe "
-          "under `outputs/`.",
+          "flagged (`differs`); a recipe with variants sets them side by side (startup, TTFT, "
+          "TPOT, tokens per chunk against the server's acceptance, speedup over no "
+          "speculation, declared differences as caveats) with the Pareto chart. On its own, "
+          "the notebook compares every run of the recipe under `outputs/`.",
     params=(Param(name="other_runs", type="list[str]", default=[],
                   help="run folders to set beside this one"),),
+    scope="run",
     result=CompareResult,
     cells=("compared = bp.compare(recipe, run_dir=run_dir, other_runs=other_runs,\n"
            "                      results_path=results_path)\ncompared.table",
-           "compared.provenance"),
+           "compared.provenance",
+           "compared.variants",
+           "compared.figure"),
     bind=_bind)

@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field
 
 from benchlib._secrets import env_secret
 from benchlib.engines import EngineError, first_token, parse_engine_log
-from benchlib.pipeline._declare import Param, Step, StepInputs
+from benchlib.pipeline._declare import Param, RunFacts, Step, StepInputs
+from benchlib.pipeline._fairness import Probe, probe_engine, tokenizer_dir
 from benchlib.pipeline._results import save_results
 from benchlib.pipeline._standalone import endpoint, results_file, step_folder
 from benchlib.recipe import Recipe
@@ -35,12 +36,16 @@ class LaunchResult(BaseModel):
     startup_s: float | None = Field(description="seconds from start to ready")
     engine_log: str = Field(description="the engine's log in the run folder")
     log_facts: dict[str, Any] = Field(description="what the log says (version, KV cache, …)")
+    probe: list[Probe] = Field(default_factory=list, description="the fair-A/B probe: how "
+                               "the engine counts a prompt, honours max_tokens, streams usage")
 
 
 def launch_summary(recipe: Recipe, *, base_url: str = "", engine_log: str = "",
                    command: str = "", startup_s: float | None = None, launch_error: str = "",
-                   results_path: str | Path = "", run_dir: str | Path = "") -> LaunchResult:
-    """What the launch did, and a fresh 1-token probe.
+                   results_path: str | Path = "", run_dir: str | Path = "",
+                   model_path: str | Path = "") -> LaunchResult:
+    """What the launch did, a fresh 1-token check, and the fair-A/B probe
+    (:func:`~benchlib.pipeline._fairness.probe_engine`).
 
     Raises :class:`EngineError` (with the log's hints) when the runner could not start it.
     """
@@ -52,12 +57,20 @@ def launch_summary(recipe: Recipe, *, base_url: str = "", engine_log: str = "",
     api_key = env_secret(recipe.engine.api_key_env)
     chat = all(s.endpoint == "chat" for s in recipe.scenarios)
     with endpoint(recipe, base_url) as url:
-        probe = first_token(url, recipe.model.served_model_name, chat=chat, api_key=api_key)
-    if probe is not None:
-        raise EngineError(f"the engine at {url} did not answer a 1-token request: {probe}")
+        problem = first_token(url, recipe.model.served_model_name, chat=chat,
+                              api_key=api_key)
+        if problem is not None:
+            raise EngineError(f"the engine at {url} did not answer a 1-token request: "
+                              f"{problem}")
+        probes = probe_engine(recipe, url, tokenizer=tokenizer_dir(recipe, model_path),
+                              api_key=api_key)
+    for p in probes:
+        print(f"probe {p.endpoint}: prompt {p.prompt_tokens} tokens, {p.output_tokens} of "
+              f"{p.max_tokens} out ({p.output_tokens_source}){' — ' + p.error if p.error else ''}",
+              flush=True)
     result = LaunchResult(kind=recipe.engine.kind, base_url=url, command=command,
                           startup_s=startup_s, engine_log=engine_log,
-                          log_facts=facts.as_dict())
+                          log_facts=facts.as_dict(), probe=probes)
     folder = step_folder(run_dir, recipe, scratch=False)
     save_results(results_file(results_path, folder, STEP.name), result)
     return result
@@ -67,7 +80,11 @@ def _bind(inputs: StepInputs) -> dict[str, Any]:
     engine = inputs.engine
     return {"base_url": engine.base_url, "engine_log": engine.log_name,
             "command": engine.command, "startup_s": engine.startup_s,
-            "launch_error": engine.launch_error}
+            "launch_error": engine.launch_error, "model_path": str(inputs.model_path or "")}
+
+
+def _apply(result: LaunchResult, facts: RunFacts) -> RunFacts:
+    return facts.model_copy(update={"probe": result.probe})
 
 
 STEP = Step[LaunchResult](
@@ -85,12 +102,14 @@ STEP = Step[LaunchResult](
             Param(name="startup_s", type="Optional[float]", default=None,
                   help="seconds the engine took to become ready"),
             Param(name="launch_error", type="str", default="",
-                  help="why the runner could not start the engine; '': it did")),
+                  help="why the runner could not start the engine; '': it did"),
+            Param(name="model_path", type="str", default="",
+                  help="the model folder (the probe's tokenizer); '': the recipe's")),
     result=LaunchResult,
     cells=("launch = bp.launch_summary(recipe, base_url=base_url, engine_log=engine_log,\n"
            "                           command=command, startup_s=startup_s,\n"
            "                           launch_error=launch_error, results_path=results_path,\n"
-           "                           run_dir=run_dir)\n"
+           "                           run_dir=run_dir, model_path=model_path)\n"
            'print(launch.command)\nprint(f"ready after {launch.startup_s} s")',
            "launch.log_facts"),
-    bind=_bind)
+    bind=_bind, apply=_apply)

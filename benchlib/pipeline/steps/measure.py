@@ -22,6 +22,7 @@ from benchlib._secrets import env_secret
 from benchlib.engines import http_ok
 from benchlib.measure import measure
 from benchlib.pipeline._declare import Param, Step, StepInputs
+from benchlib.pipeline._fairness import tokenizer_dir
 from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._results import read_results, save_results
 from benchlib.pipeline._resume import ramp_done, scenario_done, scenario_problem
@@ -63,17 +64,6 @@ def _measure_once(recipe: Recipe, s: Scenario, base_url: str, result_json: Path,
     return measure(cfg, api_key=api_key).to_json()
 
 
-def _tokenizer_dir(recipe: Recipe, model_path: str | Path) -> Path | None:
-    """Where the prompts' tokenizer comes from: ``model.tokenizer``, else the downloaded or
-    local model folder (a GGUF file has none: then ``model.tokenizer`` is needed)."""
-    if recipe.model.tokenizer is not None:
-        return recipe.model.tokenizer
-    for candidate in (Path(model_path) if model_path else None, recipe.model.local_path):
-        if candidate is not None and candidate.is_dir():
-            return candidate
-    return None
-
-
 def _alive(recipe: Recipe, base_url: str, api_key: str | None) -> bool:
     """Whether the engine still answers (three tries, so one slow answer is not a death)."""
     url = base_url.rstrip("/") + recipe.engine.ready_path
@@ -101,7 +91,7 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
     saved_to = results_file(results_path, folder, STEP.name)
     results = {} if force else read_results(saved_to)
     results.pop("engine_lost", None)
-    tokenizer = _tokenizer_dir(recipe, model_path)
+    tokenizer = tokenizer_dir(recipe, model_path)
     api_key = env_secret(recipe.engine.api_key_env)
 
     def keep(key: str, record: dict[str, Any]) -> None:

@@ -1,0 +1,58 @@
+"""A recipe's speculative setting (:class:`~benchlib.recipe.Speculative`) as each engine's
+own flags.
+
+* vLLM: ``--speculative-config '{"method": …, "num_speculative_tokens": k, "model": …}'``
+  (the one flag vLLM ≥ 0.10 takes; ``--speculative-model`` / ``--num-speculative-tokens``
+  are gone), ``options`` merged into the JSON (``prompt_lookup_max`` …).
+* SGLang: ``--speculative-algorithm`` (NGRAM, EAGLE, EAGLE3, …) with
+  ``--speculative-num-draft-tokens`` and ``--speculative-draft-model-path``.
+* llama.cpp: a draft model: ``-md FILE --draft-max k`` (``options``: ``draft_min``,
+  ``draft_p_min`` → ``--draft-min``, ``--draft-p-min``).
+
+A method an engine does not have is refused by name (exit 2) before anything starts.
+"""
+
+from __future__ import annotations
+
+import json
+
+from benchlib._exceptions import UsageError
+from benchlib.recipe import EngineSpec
+
+__all__ = ["speculative_args"]
+
+_SGLANG = {"ngram": "NGRAM", "eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "EAGLE"}
+_VLLM = {"ngram": "ngram", "draft": "draft_model", "eagle": "eagle", "eagle3": "eagle3",
+         "mtp": "mtp", "suffix": "suffix"}
+
+
+def speculative_args(engine: EngineSpec) -> list[str]:
+    """The flags that give ``engine`` its speculative setting; ``[]`` when it is off."""
+    spec = engine.speculative
+    if not spec.on:
+        return []
+    field = "engine.speculative.method"
+    if engine.kind == "vllm" and spec.method in _VLLM:
+        config: dict[str, object] = {"method": _VLLM[spec.method]}
+        if spec.k is not None:
+            config["num_speculative_tokens"] = spec.k
+        if spec.draft_model is not None:
+            config["model"] = str(spec.draft_model)
+        config.update(spec.options)
+        return ["--speculative-config", json.dumps(config, separators=(",", ":"))]
+    if engine.kind == "sglang" and spec.method in _SGLANG:
+        out = ["--speculative-algorithm", _SGLANG[spec.method]]
+        if spec.k is not None:
+            out += ["--speculative-num-draft-tokens", str(spec.k)]
+        if spec.draft_model is not None:
+            out += ["--speculative-draft-model-path", str(spec.draft_model)]
+        return out
+    if engine.kind == "llamacpp" and spec.method == "draft":
+        assert spec.draft_model is not None and spec.k is not None
+        out = ["-md", str(spec.draft_model), "--draft-max", str(spec.k)]
+        for key, value in spec.options.items():
+            out += [f"--{key.replace('_', '-')}", str(value)]
+        return out
+    raise UsageError(field, f"{engine.kind} cannot speculate with {spec.method!r} through the "
+                     "kit; pass the engine's own flags in engine.args and say what they do in "
+                     "the variant's name")

@@ -1,0 +1,112 @@
+"""A comparison run's variants side by side, as seed 003 reports them: startup time, TTFT,
+TPOT, tokens per chunk against the server's own acceptance, the speedup over the same
+engine without speculation, and every declared difference as a caveat on every row; and
+the Pareto view (total against per-user tokens/s) of all variants in one chart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchlib.pipeline._chart import Chart
+from benchlib.pipeline._folder import RunFolder
+from benchlib.pipeline._results import read_results
+from benchlib.pipeline.steps._summary import summary_table
+from benchlib.recipe import Recipe, caveats
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["VARIANT_COLUMNS", "variants_figure", "variants_table"]
+
+VARIANT_COLUMNS = ["variant", "engine", "speculative", "scenario", "concurrency", "completed",
+                   "failed", "startup_s", "median_ttft_ms", "median_tpot_ms", "per_user_tok_s",
+                   "output_throughput", "mean_tokens_per_chunk", "server_acceptance_rate",
+                   "server_mean_acceptance_length", "spec_reconciled", "speedup",
+                   "speedup_over", "caveats"]
+
+
+def _baseline(recipe: Recipe, name: str) -> str | None:
+    """The variant a speculating variant's speedup is taken over: the first one with the
+    same engine kind and model and speculation off."""
+    variants = dict(recipe.variant_recipes())
+    mine = variants[name]
+    if not mine.engine.speculative.on:
+        return None
+    return next((n for n, r in variants.items() if not r.engine.speculative.on
+                 and r.engine.kind == mine.engine.kind and r.model.id == mine.model.id), None)
+
+
+def _server_spec(record: dict[str, Any]) -> dict[str, Any]:
+    spec = record.get("speculative")
+    return spec if isinstance(spec, dict) else {}
+
+
+def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
+    """One row per variant × scenario × concurrency, read from each variant's folder in
+    ``run_dir`` (rows of a variant that has not measured yet are left out)."""
+    import pandas as pd
+
+    run = RunFolder(path=Path(run_dir))
+    pairs = recipe.variant_recipes()
+    notes = caveats(pairs, recipe.compare.differences)
+    rows: list[dict[str, Any]] = []
+    for name, variant in pairs:
+        folder = run.variant(name)
+        launch = read_results(folder.results("02_launch"))
+        measured = read_results(folder.results("03_measure"))
+        table = summary_table(measured)
+        for _, row in table.iterrows():
+            record = measured.get(f"{row['scenario']}/c{row['concurrency']}", {})
+            spec = _server_spec(record)
+            rows.append({
+                **{k: row.get(k) for k in VARIANT_COLUMNS if k in table.columns},
+                "variant": name, "engine": f"{variant.engine.kind} "
+                                           f"{variant.engine.version or ''}".strip(),
+                "speculative": variant.engine.speculative.label,
+                "startup_s": launch.get("startup_s"),
+                "server_acceptance_rate": spec.get("acceptance_rate"),
+                "server_mean_acceptance_length": spec.get("mean_acceptance_length"),
+                "spec_reconciled": spec.get("reconciled"),
+                "speedup_over": _baseline(recipe, name),
+                "caveats": "; ".join(notes.get(name, []))})
+    table = pd.DataFrame(rows, columns=VARIANT_COLUMNS)
+    for i, row in table.iterrows():
+        if not row["speedup_over"]:
+            continue
+        base = table[(table["variant"] == row["speedup_over"])
+                     & (table["scenario"] == row["scenario"])
+                     & (table["concurrency"] == row["concurrency"])]
+        if not base.empty and base.iloc[0]["per_user_tok_s"] and row["per_user_tok_s"]:
+            table.at[i, "speedup"] = row["per_user_tok_s"] / base.iloc[0]["per_user_tok_s"]
+    return table
+
+
+def variants_figure(table: pd.DataFrame, save_to: str | Path = "") -> Chart | None:
+    """Per scenario, total output tokens/s against per-user tokens/s for every variant
+    (points along concurrency; up and right is better): the Pareto view of the
+    comparison. None when nothing was measured."""
+    from matplotlib.figure import Figure
+
+    if table.empty:
+        return None
+    scenarios = list(dict.fromkeys(table["scenario"]))
+    fig = Figure(figsize=(5 * len(scenarios), 4), layout="constrained")
+    axes = fig.subplots(1, len(scenarios), squeeze=False)[0]
+    for ax, scenario in zip(axes, scenarios, strict=True):
+        for name, g in table[table["scenario"] == scenario].groupby("variant", sort=False):
+            g = g.sort_values("concurrency")
+            ax.plot(g["output_throughput"], g["per_user_tok_s"], marker="o", label=str(name))
+            for _, row in g.iterrows():
+                ax.annotate(f"c{row['concurrency']}",
+                            (row["output_throughput"], row["per_user_tok_s"]),
+                            textcoords="offset points", xytext=(4, 4), fontsize=7)
+        ax.set_title(str(scenario))
+        ax.set_xlabel("total output tokens/s")
+        ax.set_ylabel("per-user tokens/s")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    chart = Chart(fig)
+    if save_to:
+        chart.save(save_to)
+    return chart
