@@ -77,7 +77,8 @@ def test_each_engine_gets_its_own_speculative_flags() -> None:
 
 
 def test_an_undeclared_difference_is_refused_and_named() -> None:
-    variants = [{"name": "vllm"}, {"name": "llama", "engine": LLAMA, "model": GGUF}]
+    variants: list[dict[str, Any]] = [{"name": "vllm"},
+                                      {"name": "llama", "engine": LLAMA, "model": GGUF}]
     with pytest.raises(RecipeError) as err:
         _recipe(variants)
     text = str(err.value)
