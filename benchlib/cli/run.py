@@ -28,27 +28,45 @@ def run(args: argparse.Namespace) -> int:
 
     recipe = load_recipe(args.params)
     if args.check:
+        engines = ", ".join(f"{name}: {r.engine.kind}, speculative "
+                            f"{r.engine.speculative.label}" for name, r in
+                            recipe.variant_recipes()) if recipe.variants else (
+            f"engine {recipe.engine.kind}")
         print(f"{args.params}: ok ({recipe.name}: {len(recipe.scenarios)} scenarios, "
-              f"engine {recipe.engine.kind})")
+              f"{engines})")
         return 0
     from benchlib.pipeline import RunFolder, read_results, run_recipe, summary_table
+    from benchlib.pipeline.steps.compare import STEP as COMPARE
     from benchlib.pipeline.steps.measure import STEP as MEASURE
 
     summary = run_recipe(args.params, outputs=args.outputs, force=args.force)
     folder = RunFolder(path=summary.run_dir)
     print(f"\noutputs: {summary.run_dir}")
     for step, status in summary.statuses.items():
-        print(f"  {step:<12} {status:<8} {folder.notebook(step)}")
-    measured = read_results(folder.results(MEASURE.name))
-    if measured:
-        import pandas as pd
+        variant, _, name = step.rpartition("/")
+        print(f"  {step:<24} {status:<8} {folder.variant(variant).notebook(name)}")
+    import pandas as pd
 
+    for name, _ in recipe.variant_recipes():
+        measured = read_results(folder.variant(name).results(MEASURE.name))
+        if not measured:
+            continue
         table = summary_table(measured)
         cols = ["scenario", "concurrency", "completed", "failed", "median_ttft_ms",
-                "median_tpot_ms", "output_throughput", "per_user_tok_s", "buffered_streams",
-                "client_bound"]
+                "median_tpot_ms", "output_throughput", "per_user_tok_s",
+                "mean_tokens_per_chunk", "buffered_streams", "client_bound"]
         with pd.option_context("display.width", 200, "display.float_format", "{:.2f}".format):
-            print("\n" + table[cols].to_string(index=False))
+            header = f"\n{name}" if name else ""
+            print(header + "\n" + table[cols].to_string(index=False))
+    compared = read_results(folder.results(COMPARE.name)).get("variants")
+    if compared:
+        cols = ["variant", "scenario", "concurrency", "startup_s", "median_ttft_ms",
+                "median_tpot_ms", "per_user_tok_s", "mean_tokens_per_chunk",
+                "server_mean_acceptance_length", "speedup", "caveats"]
+        with pd.option_context("display.width", 250, "display.float_format", "{:.2f}".format,
+                               "display.max_colwidth", 60):
+            print("\nvariants side by side\n" + pd.DataFrame(compared)[cols].to_string(
+                index=False))
     if not summary.ok:
         failed = [s for s, st in summary.statuses.items() if st != "ok"]
         raise BenchlibError(f"steps not ok: {', '.join(failed)}; see their sidecars in "

@@ -68,7 +68,9 @@ class RunEngine:
         if self.process is not None and self.process.proc is not None and not self.stopped:
             self.process.stop()
             self.stopped = True
-            self.log("engine stopped")
+            self.log("engine stopped" if self.process.group_gone else
+                     f"engine stopped, but processes of group {self.process.pgid} are still "
+                     "there after SIGKILL (stuck in the kernel or the GPU driver?)")
 
     def facts(self) -> EngineFacts:
         """What a step's parameters say about the engine."""

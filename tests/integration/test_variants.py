@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchlib.engines import free_port
 from benchlib.pipeline import read_sidecar
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,7 +75,7 @@ def test_two_variants_run_in_turn_and_are_compared(
     state = json.loads((run / "run.json").read_text())
     assert state["finished"] and set(state["statuses"]) == {
         *(f"{v}/{s}" for v in "ab" for s in PER_VARIANT), "04_compare"}
-    assert "[b] 03_measure: ok" in proc.stdout
+    assert "[b] 03_measure: ok" in proc.stdout and "variants side by side" in proc.stdout
     # the prompts were the same for both (same tokenizer and seed)
     digests = {json.loads((run / v / "measure" / "chat-c1.json").read_text())["benchlib"]
                ["prompts_sha256"] for v in "ab"}
@@ -122,3 +123,22 @@ def test_engine_that_ignores_max_tokens_cannot_be_declared_away(
     proc = _run(path, tmp_path / "out")
     assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "does not honour max_tokens" in proc.stderr
+
+
+def test_a_run_resumes_per_variant(scripted: Callable[..., Any], tmp_path: Path,
+                                   tiny_model: Path) -> None:
+    a = scripted("--ttft-ms", "2", "--itl-ms", "1", "--model", "scripted")
+    port = free_port()
+    path = _recipe(tmp_path, tiny_model, a.url, f"http://127.0.0.1:{port}")
+    first = _run(path, tmp_path / "out")  # b answers nothing yet
+    assert first.returncode == 1, first.stdout[-3000:] + first.stderr[-3000:]
+    run = _run_dir(tmp_path / "out")
+    assert read_sidecar(run / "b" / "02_launch.json").status == "failed"
+    assert read_sidecar(run / "b" / "03_measure.json").status == "skipped"
+    scripted("--ttft-ms", "2", "--itl-ms", "1", "--model", "scripted", "--port", str(port))
+    second = _run(path, tmp_path / "out")
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert "[a] 03_measure: ok in an earlier attempt, skipped" in second.stdout
+    assert "[b] 03_measure: ok" in second.stdout and "resuming" in second.stdout
+    assert (run / "b" / "02_launch.attempt-1.json").is_file()  # the failed attempt kept
+    assert json.loads((run / "run.json").read_text())["finished"]
