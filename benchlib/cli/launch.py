@@ -1,6 +1,10 @@
 """``benchlib launch PARAMS``: start a recipe's engine and keep it up until Ctrl-C
 (``--dry-run``: print the exact command line and start nothing).
 
+Before either, ``engine.args`` are checked against the engine's own parser (one line on
+stderr says against what; a bad flag exits with code 2 naming it), so a typo costs a second,
+not an engine start; ``--no-check-args`` skips that.
+
 Every secret of the recipe (the API key, the hub token, each ``${NAME}`` of ``engine.args``)
 is filtered out of the engine's log as it is written, so neither the log nor the log tail an
 error prints holds a value; the log is scrubbed once more when the engine stops.
@@ -9,6 +13,7 @@ error prints holds a value; the log is scrubbed once more when the engine stops.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +26,8 @@ def register(sub: Any) -> None:
     p.add_argument("params", type=Path)
     p.add_argument("--dry-run", action="store_true", help="print the command; start nothing")
     p.add_argument("--log", type=Path, default=Path("engine.log"))
+    p.add_argument("--no-check-args", action="store_true",
+                   help="do not check engine.args against the engine's own parser first")
     p.set_defaults(func=run)
 
 
@@ -29,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from benchlib.engines import (
         EngineError,
         EngineProcess,
+        check_engine_args,
         parse_engine_log,
         plan_launch,
         redact_env,
@@ -41,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
     if plan.kind == "endpoint":
         print(f"endpoint: nothing to start; the recipe uses {plan.base_url}")
         return 0
+    if not args.no_check_args:
+        print(check_engine_args(recipe.engine).summary, file=sys.stderr, flush=True)
     env = " ".join(f"{k}={v}" for k, v in redact_env(plan.env).items())
     print((env + " " if env else "") + plan.recorded_command)
     if args.dry_run:

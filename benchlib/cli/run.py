@@ -28,6 +28,11 @@ def run(args: argparse.Namespace) -> int:
 
     recipe = load_recipe(args.params)
     if args.check:
+        from benchlib.engines import check_recipe_args
+        from benchlib.recipe import resolve_paths
+
+        for checked in check_recipe_args(resolve_paths(recipe, Path.cwd())):
+            print(checked.summary)
         engines = ", ".join(f"{name}: {r.engine.kind}, speculative "
                             f"{r.engine.speculative.label}" for name, r in
                             recipe.variant_recipes()) if recipe.variants else (

@@ -1,20 +1,34 @@
-"""Launching real engines: command lines from recipes, own process group, readiness
-(health, then one real token), log facts and known failures, guaranteed teardown.
+"""Launching real engines: command lines from recipes, their flags checked against the
+engine's own parser before anything starts, own process group, readiness (health, then one
+real token), log facts and known failures, guaranteed teardown.
 
 Where this layer sits: ``docs/architecture.md``.
 """
 
 from benchlib.engines._commands import LaunchPlan, free_port, plan_launch, redact_argv, redact_env
+from benchlib.engines._flags import (
+    KNOWN_DIFFERENCES,
+    FlagCheck,
+    check_engine_args,
+    check_recipe_args,
+)
+from benchlib.engines._flagsets import FlagSet, engine_flag_set
 from benchlib.engines._logparse import EngineLogFacts, KnownFailure, parse_engine_log
 from benchlib.engines._process import EngineError, EngineProcess
 from benchlib.engines._ready import first_token, http_ok
 
 __all__ = [
+    "KNOWN_DIFFERENCES",
     "EngineError",
     "EngineLogFacts",
     "EngineProcess",
+    "FlagCheck",
+    "FlagSet",
     "KnownFailure",
     "LaunchPlan",
+    "check_engine_args",
+    "check_recipe_args",
+    "engine_flag_set",
     "first_token",
     "free_port",
     "http_ok",

@@ -2,10 +2,18 @@
 
 * vLLM: ``python -m vllm.entrypoints.openai.api_server --model … --served-model-name …``
   (the ``vllm`` console script of some builds is broken; the module always works).
-* SGLang: ``python -m sglang.launch_server --model-path … --served-model-name …``.
-* llama.cpp: ``llama-server -m X.gguf --alias …`` when ``engine.executable`` is given, else
-  llama-cpp-python's ``python -m llama_cpp.server --model … --model_alias …``.
-* open-jet: ``openjet-engine --model X.gguf`` (chat only; ready when ``/health`` answers).
+* SGLang: ``python -m sglang.launch_server --model-path … --served-model-name …`` (still
+  supported in 0.5.23, which recommends ``sglang serve``; both read the same parser).
+* llama.cpp: ``llama-server -m X.gguf --alias … -c N --metrics`` (ready when ``/health``
+  answers 200) when ``engine.executable`` is given (``make llamacpp`` builds one into
+  ``.engines/llamacpp/bin/``), else llama-cpp-python's ``python -m llama_cpp.server --model …
+  --model_alias …``.
+* open-jet (0.5.1): ``openjet-engine --model X.gguf --host … --port … [--ctx N]``, the
+  console script of ``megakernel.server.mk_server:main`` (``python -m megakernel`` with
+  ``engine.python``); a ``python3 http.server`` that listens only once the model is loaded
+  and warmed up, so ``/health`` answering means ready. OpenAI chat completions only
+  (``/v1/chat/completions``, streamed or not, usage with ``stream_options.include_usage``),
+  one request at a time; it serves the model under its file name (no alias flag).
 * endpoint: nothing to start; the recipe gives the running server's URL.
 """
 
@@ -115,16 +123,24 @@ def plan_launch(engine: EngineSpec, model: ModelSpec, model_path: Path,
                     "--host", host, "--port", str(port)]
             if ctx:
                 argv += ["-c", *ctx]
+            argv.append("--metrics")  # /metrics exists only when asked for
+            if ready_path == "/v1/models":
+                ready_path = "/health"  # 503 while loading, 200 once it can serve
         else:
             argv = [_python(engine), "-m", "llama_cpp.server", "--model", str(model_path),
                     "--model_alias", name, "--host", host, "--port", str(port)]
             if ctx:
                 argv += ["--n_ctx", *ctx]
-    else:  # openjet
-        exe = str(engine.executable) if engine.executable else "openjet-engine"
-        argv = [exe, "--model", str(model_path), "--host", host, "--port", str(port)]
+    else:  # openjet: open-jet's megakernel.server.mk_server:main
+        if engine.executable is not None:
+            argv = [str(engine.executable)]
+        elif engine.python is not None:
+            argv = [str(engine.python), "-m", "megakernel"]
+        else:
+            argv = ["openjet-engine"]
+        argv += ["--model", str(model_path), "--host", host, "--port", str(port)]
         if ctx:
-            argv += ["-c", *ctx]
+            argv += ["--ctx", *ctx]
         if ready_path == "/v1/models":
             ready_path = "/health"
     argv += [*speculative_args(engine), *engine.args]

@@ -6,8 +6,11 @@ own flags.
   are gone), ``options`` merged into the JSON (``prompt_lookup_max`` …).
 * SGLang: ``--speculative-algorithm`` (NGRAM, EAGLE, EAGLE3, …) with
   ``--speculative-num-draft-tokens`` and ``--speculative-draft-model-path``.
-* llama.cpp: a draft model: ``-md FILE --draft-max k`` (``options``: ``draft_min``,
-  ``draft_p_min`` → ``--draft-min``, ``--draft-p-min``).
+* llama.cpp (build ≥ ~9000, where ``--draft-max`` became a stub that fails):
+  ``--spec-type draft-simple --spec-draft-model FILE --spec-draft-n-max k`` for a draft model,
+  ``ngram-simple`` (``--spec-ngram-simple-size-m k``), ``ngram-cache`` for lookup decoding,
+  ``draft-eagle3`` / ``draft-mtp``; ``options`` become ``--key-with-dashes value``
+  (``spec_draft_n_min: 1`` → ``--spec-draft-n-min 1``).
 
 A method an engine does not have is refused by name (exit 2) before anything starts.
 """
@@ -22,6 +25,11 @@ from benchlib.recipe import EngineSpec
 __all__ = ["speculative_args"]
 
 _SGLANG = {"ngram": "NGRAM", "eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "EAGLE"}
+_LLAMACPP = {"draft": "draft-simple", "ngram": "ngram-simple", "lookup": "ngram-cache",
+             "eagle3": "draft-eagle3", "mtp": "draft-mtp"}
+_LLAMACPP_K = {"draft": "--spec-draft-n-max", "ngram": "--spec-ngram-simple-size-m",
+               "lookup": "--spec-draft-n-max", "eagle3": "--spec-draft-n-max",
+               "mtp": "--spec-draft-n-max"}
 _VLLM = {"ngram": "ngram", "draft": "draft_model", "eagle": "eagle", "eagle3": "eagle3",
          "mtp": "mtp", "suffix": "suffix"}
 
@@ -47,9 +55,12 @@ def speculative_args(engine: EngineSpec) -> list[str]:
         if spec.draft_model is not None:
             out += ["--speculative-draft-model-path", str(spec.draft_model)]
         return out
-    if engine.kind == "llamacpp" and spec.method == "draft":
-        assert spec.draft_model is not None and spec.k is not None
-        out = ["-md", str(spec.draft_model), "--draft-max", str(spec.k)]
+    if engine.kind == "llamacpp" and spec.method in _LLAMACPP:
+        out = ["--spec-type", _LLAMACPP[spec.method]]
+        if spec.draft_model is not None:
+            out += ["--spec-draft-model", str(spec.draft_model)]
+        if spec.k is not None:
+            out += [_LLAMACPP_K[spec.method], str(spec.k)]
         for key, value in spec.options.items():
             out += [f"--{key.replace('_', '-')}", str(value)]
         return out

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from benchlib._exceptions import UsageError
 from benchlib._secrets import recipe_secrets, scrub_text, scrub_tree
+from benchlib.engines import check_recipe_args
 from benchlib.pipeline._declare import RunFacts, Step, StepInputs
 from benchlib.pipeline._engine import RunEngine
 from benchlib.pipeline._execute import execute_step
@@ -256,6 +257,8 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
     still stops its engine, scrubs its files and records that it did not finish.
     """
     recipe = resolve_paths(load_recipe(recipe_path), Path.cwd())
+    for checked in check_recipe_args(recipe):  # a typo found now, not after a long start
+        log(checked.summary)
     table = step_table()
     steps = [table[name] for name in recipe.steps]
     snapshot = portable_recipe(recipe, kit_root()).model_dump_json(indent=2) + "\n"

@@ -123,7 +123,9 @@ class EngineSpec(_Strict):
         if any(is_secret_name(k) for k in self.env):
             raise ValueError("engine.env must not hold secrets; name the variable in "
                              "api_key_env / model.hf_token_env and export it instead")
-        spec_flags = {"--speculative-config", "--speculative_config", "-md", "--model-draft",
+        spec_flags = {"--speculative-config", "--speculative_config", "-sc", "--spec-method",
+                      "--spec-model", "--spec-tokens", "-md", "--model-draft",
+                      "--spec-draft-model", "--spec-type", "--spec-draft-n-max",
                       "--speculative-algorithm", "--speculative-draft-model-path"}
         if self.speculative.on and spec_flags & {a.split("=", 1)[0] for a in self.args}:
             raise ValueError("engine.args: the speculative setting goes in speculative "

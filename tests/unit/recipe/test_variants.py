@@ -64,16 +64,17 @@ def test_speculative_settings_are_checked() -> None:
 def test_each_engine_gets_its_own_speculative_flags() -> None:
     r = _recipe([{"name": "d", "engine": LLAMA, "model": GGUF,
                   "speculative": {"method": "draft", "k": 4, "draft_model": "q8.gguf",
-                                  "options": {"draft_min": 1}}}],
+                                  "options": {"spec_draft_n_min": 1}}}],
                 compare={"differences": []})
     (_, d), = r.variant_recipes()
     argv = plan_launch(d.engine, d.model, Path("m.gguf"), port=8000).argv
-    assert argv[argv.index("-md"):argv.index("-md") + 6] == [
-        "-md", "q8.gguf", "--draft-max", "4", "--draft-min", "1"]
-    (_, lookup), = _recipe([{"name": "l", "engine": LLAMA, "model": GGUF,
-                             "speculative": {"method": "lookup"}}]).variant_recipes()
-    with pytest.raises(UsageError, match="lookup"):
-        plan_launch(lookup.engine, lookup.model, Path("m.gguf"), port=8000)
+    i = argv.index("--spec-type")
+    assert argv[i:i + 8] == ["--spec-type", "draft-simple", "--spec-draft-model", "q8.gguf",
+                             "--spec-draft-n-max", "4", "--spec-draft-n-min", "1"]
+    (_, sfx), = _recipe([{"name": "l", "engine": LLAMA, "model": GGUF,
+                          "speculative": {"method": "suffix", "k": 4}}]).variant_recipes()
+    with pytest.raises(UsageError, match="suffix"):
+        plan_launch(sfx.engine, sfx.model, Path("m.gguf"), port=8000)
 
 
 def test_an_undeclared_difference_is_refused_and_named() -> None:
