@@ -15,6 +15,11 @@ Our exception hierarchy, with the exit code of ``benchlib`` when one escapes a c
 Outside the hierarchy, never raised to a caller::
 
     Hangup .................... -  the scripted server leaves a connection (benchlib.scripted)
+    FlagSourceError ........... -  an engine's flag set could not be read: its flags are
+                                   reported unchecked (benchlib.engines)
+    _Ambiguous ................ -  a flag abbreviation matches several flags (benchlib.engines)
+    _BadStatus ................ -  a /metrics scrape answered, not 200: a recorded fault
+                                   (benchlib.measure)
 
 A Ctrl-C (``KeyboardInterrupt``) exits with 130. Pydantic's ``ValidationError`` never
 escapes: :func:`validation_problems` and :func:`validation_message` turn it into the key

@@ -4,6 +4,9 @@ definitions and JSON keys and the wire's accuracy (kernel receive stamps).
 Typed at the boundaries: a :class:`Workload` (shared with the recipe's scenarios) inside a
 :class:`MeasureConfig` goes in; a :class:`MeasureResult` (the result JSON) comes out, and a
 :class:`RequestRecord` per request goes to the ``.requests.jsonl`` as each request ends.
+Around a scenario, a :class:`MetricsSampler` reads the engine's own ``/metrics`` into a
+:class:`ServerMetrics`, and :func:`spec_decode_report` sets its speculative-decoding counters
+against what the client saw (:class:`ClientStreams`).
 """
 
 from benchlib.measure._config import MeasureConfig
@@ -24,6 +27,24 @@ from benchlib.measure._result import (
     percentile_key,
 )
 from benchlib.measure._run import load_tokenizer, measure
+from benchlib.measure._sampler import MetricsSampler, metrics_url
+from benchlib.measure._server_metrics import (
+    ENGINE_METRICS,
+    SERVER_METRICS,
+    GaugeStats,
+    MetricEngine,
+    ScrapeFault,
+    ServerCounters,
+    ServerGauges,
+    ServerMetrics,
+)
+from benchlib.measure._spec import (
+    ClientStreams,
+    Reconciliation,
+    SpecAcceptance,
+    SpecDecodeReport,
+    spec_decode_report,
+)
 from benchlib.measure._timing import Timing
 from benchlib.measure._workload import (
     EndpointSetting,
@@ -34,18 +55,31 @@ from benchlib.measure._workload import (
 )
 
 __all__ = [
+    "ENGINE_METRICS",
     "METRICS",
+    "SERVER_METRICS",
+    "ClientStreams",
     "Endpoint",
     "EndpointSetting",
+    "GaugeStats",
     "MeasureConfig",
     "MeasureResult",
+    "MetricEngine",
+    "MetricsSampler",
     "OutputLen",
     "Prompt",
+    "Reconciliation",
     "RequestOutcome",
     "RequestRecord",
     "RequestTimeout",
     "RunMetrics",
     "RunSettings",
+    "ScrapeFault",
+    "ServerCounters",
+    "ServerGauges",
+    "ServerMetrics",
+    "SpecAcceptance",
+    "SpecDecodeReport",
     "StreamCapture",
     "Timing",
     "TokenSources",
@@ -58,11 +92,13 @@ __all__ = [
     "length_range",
     "load_tokenizer",
     "measure",
+    "metrics_url",
     "open_file_limit",
     "percentile_key",
     "raise_open_file_limit",
     "random_prompts",
     "read_requests",
     "requests_path",
+    "spec_decode_report",
     "summarize",
 ]

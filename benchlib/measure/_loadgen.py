@@ -101,7 +101,8 @@ async def _one(pool: ConnectionPool, target: str, headers: list[tuple[str, str]]
 
 async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: LoadPlan,
                    warmup_bodies: Sequence[bytes],
-                   on_outcome: Callable[[RequestOutcome, StreamCapture], None]
+                   on_outcome: Callable[[RequestOutcome, StreamCapture], None],
+                   on_warmed: Callable[[], None] | None = None
                    ) -> tuple[list[RequestOutcome], int]:
     """Send every body; call ``on_outcome`` as each request ends (in completion order).
 
@@ -147,6 +148,8 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
                                plan.request_timeout)
 
             await asyncio.gather(*(warm(b) for b in warmup_bodies))
+        if on_warmed is not None:  # e.g. a server-metrics baseline that leaves warmups out
+            on_warmed()
 
         sem = asyncio.Semaphore(limit) if limit else None
         outcomes: list[RequestOutcome | None] = [None] * len(bodies)

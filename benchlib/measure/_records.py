@@ -102,6 +102,11 @@ class RequestRecord(BaseModel):
     generated_text: str = Field(description="the generated content (vLLM's generated_texts)")
     reasoning_text: str = Field(description="reasoning text (reasoning_content / reasoning)")
     tool_call_text: str = Field(description="tool-call names and arguments, as streamed")
+    server_timings: dict[str, float] | None = Field(
+        None, description="the server's own account of this request, where it sends one: the "
+                          "last `timings` object of the stream (llama.cpp: prompt_n, "
+                          "prompt_ms, predicted_n, predicted_ms, draft_n, draft_n_accepted …); "
+                          "left out of the line when the server sent none")
 
     @classmethod
     def from_outcome(cls, o: RequestOutcome, chunk_tokens: list[float],
@@ -130,11 +135,17 @@ class RequestRecord(BaseModel):
             output_tokens=o.output_tokens if o.output_tokens_source != "none" else None,
             output_tokens_source=o.output_tokens_source, finish_reason=o.finish_reason,
             clock=o.clock, clock_stepped=o.clock_stepped, generated_text=o.text,
-            reasoning_text=o.reasoning, tool_call_text=o.tool_text)
+            reasoning_text=o.reasoning, tool_call_text=o.tool_text,
+            server_timings=o.server_timings)
 
     def to_json(self) -> dict[str, Any]:
-        """The record as its JSON line's object: exactly its keys, in field order."""
-        return self.model_dump()
+        """The record as its JSON line's object: exactly its keys, in field order;
+        ``server_timings`` only where the server sent some (other engines' lines keep their
+        bytes)."""
+        out = self.model_dump()
+        if out["server_timings"] is None:
+            del out["server_timings"]
+        return out
 
 
 def requests_path(result_json: Path) -> Path:

@@ -15,13 +15,16 @@ reference means and ours are named apart:
   two events of one read is counted apart instead of reported as a 0 ms ITL.
 
 Tokens are never chunks: the output length comes from the server's usage, or, flagged, from
-the tokenizer.
+the tokenizer. A server that reports its own per-request work (llama.cpp's ``timings``:
+``prompt_n``, ``predicted_n``, ``draft_n``, ``draft_n_accepted``, ``predicted_ms`` …, on its
+last streamed event) has the last such object kept in ``server_timings``.
 """
 
 from __future__ import annotations
 
 import bisect
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -120,6 +123,9 @@ class RequestOutcome:
     #: when the load generator released it (its scheduled send); the wait until
     #: ``start_ns`` is client-side queueing (a concurrency slot, a connection)
     release_ns: int | None = None
+    #: the last ``timings`` object the server put in an event (llama.cpp's ``prompt_n``,
+    #: ``predicted_n``, ``draft_n``, ``draft_n_accepted`` …): its own count of the work
+    server_timings: dict[str, float] | None = None
 
     @property
     def generated(self) -> str:
@@ -148,6 +154,13 @@ def _error_message(body: bytes) -> str:
             return str(err.get("message") or err.get("detail") or err)[:500]
         return str(err)[:500]
     return str(obj)[:500]
+
+
+def _numbers(obj: dict[str, Any]) -> dict[str, float]:
+    """The finite numeric entries of a server's ``timings`` object, as floats (the rest
+    dropped: a record line stays strict JSON)."""
+    return {str(k): float(v) for k, v in obj.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)}
 
 
 def _delta_text(choice: dict[str, Any], kind: EndpointKind) -> tuple[str, str, str]:
@@ -212,6 +225,9 @@ def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
                 out.output_tokens_source = "usage"
                 if usage.get("prompt_tokens") is not None:
                     out.server_prompt_tokens = int(usage["prompt_tokens"])
+            timings = obj.get("timings")
+            if isinstance(timings, dict):
+                out.server_timings = _numbers(timings)
             choices = obj.get("choices")
             if not choices:
                 continue

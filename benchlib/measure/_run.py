@@ -17,7 +17,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -91,10 +91,12 @@ def _probe_usage(cfg: MeasureConfig, body: bytes, api_key: str | None) -> None:
 
 
 def measure(cfg: MeasureConfig, api_key: str | None = None,
-            out: IO[str] | None = None) -> MeasureResult:
+            out: IO[str] | None = None,
+            on_warmed: Callable[[], None] | None = None) -> MeasureResult:
     """Run the measurement ``cfg`` describes and return its result (also written to
     ``cfg.result_json``, as :meth:`MeasureResult.to_json`, with the ``.requests.jsonl``
-    beside it, when set)."""
+    beside it, when set). ``on_warmed`` is called once the warmups are done, right before
+    the timed load (a server-metrics sampler takes its baseline there)."""
     tokenizer = load_tokenizer(cfg.tokenizer) if cfg.tokenizer is not None else None
     if cfg.dataset == "random":
         prompts = random_prompts(tokenizer, num_prompts=cfg.num_prompts, input_len=cfg.input_len,
@@ -149,7 +151,7 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
     date = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     try:
         outcomes, duration_ns = _run_coroutine(run_load(
-            bodies, [p.prompt_len for p in prompts], plan, warmups, on_outcome))
+            bodies, [p.prompt_len for p in prompts], plan, warmups, on_outcome, on_warmed))
     finally:
         bar.close()
         if log is not None:

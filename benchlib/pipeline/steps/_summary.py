@@ -18,8 +18,9 @@ TABLE_COLUMNS = ["scenario", "endpoint", "input_len", "output_len", "concurrency
                  "failed", "median_ttft_ms", "median_ttft_text_ms", "p99_ttft_ms",
                  "median_tpot_ms", "p99_tpot_ms",
                  "median_itl_ms", "median_e2el_ms", "output_throughput", "per_user_tok_s",
-                 "mean_tokens_per_chunk", "buffered_streams", "exact_ttft_fraction",
-                 "client_bound"]
+                 "mean_tokens_per_chunk", "server_acceptance_length", "kv_cache_usage_peak",
+                 "requests_waiting_peak", "preemptions", "buffered_streams",
+                 "exact_ttft_fraction", "client_bound"]
 
 
 def summary_table(results: Mapping[str, Any]) -> pd.DataFrame:
@@ -33,7 +34,12 @@ def summary_table(results: Mapping[str, Any]) -> pd.DataFrame:
         # per user: decode speed after the first text (vLLM's TPOT starts at a role chunk)
         tpot = r.get("median_tpot_text_ms") or r.get("median_tpot_ms") or 0.0
         timing = r.get("timing") or {}
+        server = r.get("server_metrics") or {}  # the engine's /metrics (none: not sampled)
+        spec = r.get("speculative") or {}
         rows.append({**{k: r.get(k) for k in TABLE_COLUMNS},
+                     **{k: server.get(k) for k in ("kv_cache_usage_peak",
+                                                   "requests_waiting_peak", "preemptions")},
+                     "server_acceptance_length": spec.get("mean_acceptance_length"),
                      # how far the row can be trusted (see the measure result's timing block)
                      "exact_ttft_fraction": timing.get("exact_ttft_fraction"),
                      "client_bound": timing.get("client_bound"),

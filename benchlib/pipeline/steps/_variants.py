@@ -23,7 +23,8 @@ VARIANT_COLUMNS = ["variant", "engine", "speculative", "scenario", "concurrency"
                    "failed", "startup_s", "median_ttft_ms", "median_tpot_ms", "per_user_tok_s",
                    "output_throughput", "mean_tokens_per_chunk", "server_acceptance_rate",
                    "server_mean_acceptance_length", "spec_reconciled", "speedup",
-                   "speedup_over", "caveats"]
+                   "speedup_over", "planned_kv_tokens", "planned_max_concurrency",
+                   "kv_cache_usage_peak", "preemptions", "caveats"]
 
 
 def _baseline(recipe: Recipe, name: str) -> str | None:
@@ -42,6 +43,13 @@ def _server_spec(record: dict[str, Any]) -> dict[str, Any]:
     return spec if isinstance(spec, dict) else {}
 
 
+def _planned(plan: dict[str, Any]) -> tuple[Any, Any]:
+    """00_plan's predicted KV capacity (tokens) and max concurrency, where it planned."""
+    numbers = plan.get("plan") or {}
+    return (numbers.get("kv_cache_tokens"),
+            numbers.get("max_concurrency"))
+
+
 def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
     """One row per variant × scenario × concurrency, read from each variant's folder in
     ``run_dir`` (rows of a variant that has not measured yet are left out)."""
@@ -54,6 +62,7 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
     for name, variant in pairs:
         folder = run.variant(name)
         launch = read_results(folder.results("02_launch"))
+        kv_tokens, max_conc = _planned(read_results(folder.results("00_plan")))
         measured = read_results(folder.results("03_measure"))
         table = summary_table(measured)
         for _, row in table.iterrows():
@@ -68,6 +77,7 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
                 "server_acceptance_rate": spec.get("acceptance_rate"),
                 "server_mean_acceptance_length": spec.get("mean_acceptance_length"),
                 "spec_reconciled": spec.get("reconciled"),
+                "planned_kv_tokens": kv_tokens, "planned_max_concurrency": max_conc,
                 "speedup_over": _baseline(recipe, name),
                 "caveats": "; ".join(notes.get(name, []))})
     table = pd.DataFrame(rows, columns=VARIANT_COLUMNS)

@@ -27,6 +27,7 @@ from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._results import read_results, save_results
 from benchlib.pipeline._resume import ramp_done, scenario_done, scenario_problem
 from benchlib.pipeline._standalone import endpoint, results_file, step_folder
+from benchlib.pipeline.steps._server import sampler_for, server_side
 from benchlib.pipeline.steps._summary import summary_table
 from benchlib.pipeline.steps.launch import BASE_URL
 from benchlib.recipe import Recipe, Scenario
@@ -56,12 +57,14 @@ class Measured:
 
 
 def _measure_once(recipe: Recipe, s: Scenario, base_url: str, result_json: Path,
-                  tokenizer: Path | None, api_key: str | None, **shape: Any) -> dict[str, Any]:
+                  tokenizer: Path | None, api_key: str | None,
+                  on_warmed: Callable[[], None] | None = None, **shape: Any
+                  ) -> dict[str, Any]:
     """The one place :func:`benchlib.measure.measure` is called: its result as the result
     JSON's object (the keys the results and the summary table read)."""
     cfg = s.measure_config(base_url=base_url, model=recipe.model.served_model_name,
                            tokenizer=tokenizer, result_json=result_json, **shape)
-    return measure(cfg, api_key=api_key).to_json()
+    return measure(cfg, api_key=api_key, on_warmed=on_warmed).to_json()
 
 
 def _alive(recipe: Recipe, base_url: str, api_key: str | None) -> bool:
@@ -116,17 +119,27 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                 print(f"{key}: {s.prompts_at(i)} prompts, {s.input_len} in / {s.output_len} "
                       "out", flush=True)
                 result_json = folder.measure_json(s.name, conc)
-                r = _measure_once(recipe, s, url, result_json, tokenizer, api_key,
-                                  max_concurrency=conc, num_prompts=s.prompts_at(i),
-                                  input_len=s.input_len)
+                sampler = sampler_for(recipe, url, api_key)
+                try:
+                    r = _measure_once(recipe, s, url, result_json, tokenizer, api_key,
+                                      on_warmed=sampler.mark if sampler else None,
+                                      max_concurrency=conc, num_prompts=s.prompts_at(i),
+                                      input_len=s.input_len)
+                finally:
+                    metrics = sampler.stop() if sampler else None
+                server = (server_side(recipe, s, result_json, metrics, conc)
+                          if metrics is not None else {})
                 errors = [e for e in r["errors"] if e]
-                keep(key, {**{k: v for k, v in r.items() if k not in _BULKY},
+                keep(key, {**{k: v for k, v in r.items() if k not in _BULKY}, **server,
                            "scenario": s.name, "concurrency": conc,
                            "input_len": s.input_len, "output_len": s.output_len,
                            "result_json": str(result_json), "first_errors": errors[:3]})
+                spec = server.get("speculative") or {}
+                accept = (f", server acceptance length {spec['mean_acceptance_length']:.2f}"
+                          if spec.get("mean_acceptance_length") else "")
                 print(f"{key}: {r['completed']} ok, {r['failed']} failed, median TTFT "
-                      f"{_ms(r['median_ttft_ms'], 1)}, TPOT {_ms(r['median_tpot_ms'], 2)}",
-                      flush=True)
+                      f"{_ms(r['median_ttft_ms'], 1)}, TPOT {_ms(r['median_tpot_ms'], 2)}"
+                      f"{accept}", flush=True)
                 problem = scenario_problem(results[key], s.prompts_at(i),
                                            s.max_failed_fraction)
                 if problem:

@@ -5,6 +5,7 @@ within the recipe's tolerance."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -85,7 +86,8 @@ class FakeMeasure:
         self.fail_from = fail_from
         self.fail = fail
 
-    def __call__(self, cfg: Any, api_key: str | None = None) -> FakeResult:
+    def __call__(self, cfg: Any, api_key: str | None = None,
+                 on_warmed: Callable[[], None] | None = None) -> FakeResult:
         self.calls.append((cfg.input_len, cfg.num_prompts))
         n = cfg.num_prompts
         failed = n if cfg.input_len >= self.fail_from else self.fail

@@ -1,0 +1,136 @@
+"""Speculative decoding from both sides: vLLM's acceptance figures from the counters, the
+client's chunks and tokens, and their reconciliation (or why it does not apply)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from benchlib.measure import (
+    ClientStreams,
+    RequestRecord,
+    ServerCounters,
+    ServerGauges,
+    ServerMetrics,
+    spec_decode_report,
+)
+
+from ._outcomes import outcome
+
+# the reference run here: vLLM CPU 0.32, n-gram k=4, the tiny model
+REFERENCE: dict[str, Any] = {"spec_drafts": 312.0, "spec_draft_tokens": 1074.0, "spec_accepted_tokens": 653.0,
+             "spec_accepted_per_position": [233.0, 168.0, 137.0, 115.0]}
+
+
+def _metrics(engine: str = "vllm", window: bool = True, **counters: Any) -> ServerMetrics:
+    return ServerMetrics(
+        engine=engine, verified=True, metrics_url="http://x/metrics",
+        interval_s=0.5, t0_perf_counter_s=0.0, baseline="before",
+        window_s=(0.0, 1.0) if window else None, scrapes=2, failed_scrapes=0, faults=[],
+        counters=ServerCounters(**counters), gauges=ServerGauges(), missing=[],
+        series_t_s=[], series={})
+
+
+def _client(output: int = 1024, chunks: int = 382, requests: int = 8) -> ClientStreams:
+    return ClientStreams(requests=requests, succeeded=requests, output_tokens=output,
+                         output_tokens_from_usage=True, chunks=chunks, content_chunks=chunks,
+                         tokens_per_chunk=output / chunks if chunks else None,
+                         accepted_tokens=output - chunks, finished_by_length=requests)
+
+
+def test_acceptance_follows_vllms_definitions() -> None:
+    report = spec_decode_report(_metrics(**REFERENCE, generation_tokens=1024.0), _client(),
+                                max_concurrency=1)
+    s = report.server
+    assert s is not None and s.source == "metrics"
+    assert s.acceptance_rate == pytest.approx(653 / 1074)
+    assert s.mean_acceptance_length == pytest.approx(1 + 653 / 312)
+    assert s.per_position_acceptance == pytest.approx([233 / 312, 168 / 312, 137 / 312,
+                                                       115 / 312])
+
+
+def test_client_chunks_leave_out_the_chat_role_chunk() -> None:
+    """A chat stream opens with a role-only chunk: not an engine step. A completions stream
+    has none; an empty-text step chunk still counts as a step (not as content)."""
+    chat = [outcome(0, 0, 5, [1, 1], 7, role_ms=1), outcome(1, 0, 5, [1], 4, role_ms=1),
+            outcome(2, 0, 5, [1], 0, ok=False)]
+    chat[0].finish_reason = "length"
+    c = ClientStreams.from_outcomes(chat, "chat")
+    assert c.finished_by_length == 1
+    assert (c.requests, c.succeeded, c.output_tokens, c.chunks, c.content_chunks) == (
+        3, 2, 11, 5, 5)
+    assert c.accepted_tokens == 6 and c.tokens_per_chunk == pytest.approx(11 / 5)
+    empty_step = outcome(0, 0, 5, [1, 1], 6, role_ms=1)  # as completions: an empty-text step
+    d = ClientStreams.from_outcomes([empty_step], "completions")
+    assert (d.chunks, d.content_chunks, d.accepted_tokens) == (4, 3, 2)
+    records = [RequestRecord.from_outcome(o, [1.0] * len(o.chunk_texts) if o.success else [],
+                                          0) for o in chat]
+    assert ClientStreams.from_records(records, "chat") == c
+
+
+def test_reconciled_within_two_percent() -> None:
+    """The reference's figures: 1,024 tokens in 382 chunks is 642 accepted by the client's
+    count against 653 by the server's (1.7 %): reconciled; 2.5 % off is not."""
+    m = _metrics(**REFERENCE, generation_tokens=1024.0, requests_finished=8.0,
+                 engine_steps=382.0)
+    r = spec_decode_report(m, _client(), max_concurrency=1).reconciliation
+    assert r.reconciled is True and r.why_not is None
+    assert r.accepted_client == 642 and r.accepted_rel_diff == pytest.approx(11 / 653)
+    assert r.output_rel_diff == 0 and r.steps_server == 382
+    # the 11 are tokens accepted past max_tokens: at most k = 4 per request at its limit
+    assert r.truncation_allowance == 32 and r.residual_within_allowance is True
+    off = spec_decode_report(m, _client(chunks=355), max_concurrency=1).reconciliation
+    assert off.reconciled is False and off.accepted_rel_diff == pytest.approx(16 / 653)
+    assert off.residual_within_allowance is False  # the client saw more than was accepted
+    off = spec_decode_report(m, _client(chunks=372, output=1000),
+                             max_concurrency=1).reconciliation
+    assert off.reconciled is False and off.output_rel_diff == pytest.approx(24 / 1024)
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    ({"max_concurrency": 4}, "concurrency 4"),
+    ({"max_concurrency": None}, "concurrency unlimited"),
+    ({"engine": "llamacpp"}, "one event per token"),
+    ({"engine": "sglang"}, "not verified"),
+    ({"stream_interval": 2}, "stream interval 2"),
+    ({"warmups_in_window": 1}, "MetricsSampler.mark"),
+])
+def test_why_the_check_does_not_apply(change: dict[str, Any], why: str) -> None:
+    kwargs: dict[str, Any] = {"max_concurrency": 1} | change
+    r = spec_decode_report(_metrics(**REFERENCE, generation_tokens=1024.0), _client(),
+                           **kwargs).reconciliation
+    assert r.reconciled is None and r.why_not is not None and why in r.why_not
+    assert r.accepted_rel_diff == pytest.approx(11 / 653)  # still shown
+
+
+def test_what_the_server_lacks_or_other_traffic_stops_the_check() -> None:
+    no_spec = spec_decode_report(_metrics(generation_tokens=1024.0), _client(),
+                                 max_concurrency=1)
+    assert no_spec.server is None
+    assert "no accepted-token" in (no_spec.reconciliation.why_not or "")
+    other = spec_decode_report(_metrics(**REFERENCE, generation_tokens=1100.0,
+                                        requests_finished=10.0), _client(), max_concurrency=1)
+    assert "finished 10 requests" in (other.reconciliation.why_not or "")
+    blind = spec_decode_report(_metrics(window=False, **REFERENCE), _client(),
+                               max_concurrency=1)
+    assert blind.server is None and blind.reconciliation.accepted_server is None
+    assert "no server counters" in (blind.reconciliation.why_not or "")
+    nothing = spec_decode_report(None, _client(requests=0, output=0, chunks=0),
+                                 max_concurrency=1, engine="vllm")
+    assert nothing.reconciliation.why_not == "no request succeeded"
+
+
+def test_llamacpp_timings_give_the_per_request_side() -> None:
+    timings = [{"draft_n": 12, "draft_n_accepted": 9, "predicted_n": 40}, None,
+               {"draft_n": 8, "draft_n_accepted": 3}]
+    report = spec_decode_report(
+        _metrics("llamacpp", spec_draft_tokens=20.0, spec_accepted_tokens=12.0,
+                 spec_drafts=6.0, generation_tokens=80.0),
+        _client(output=80, chunks=80, requests=3), max_concurrency=1, server_timings=timings)
+    t = report.timings
+    assert t is not None and t.source == "timings" and t.drafts is None
+    assert (t.draft_tokens, t.accepted_tokens, t.acceptance_rate) == (20, 12, 0.6)
+    assert report.server is not None and report.server.accepted_tokens == 12
+    assert report.timings_rel_diff == 0
+    assert "one event per token" in (report.reconciliation.why_not or "")
