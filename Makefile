@@ -13,8 +13,15 @@ VLLM_VERSION := 0.32.0
 # build; it prints which. VLLM_PIP_ARGS: extra pip arguments for the engine install (a mirror,
 # a proxy …); the check sees them too.
 VLLM_PIP_ARGS ?=
+# llama.cpp's llama-server, built from the llama.cpp tree vendored in the llama-cpp-python sdist
+# on PyPI (CI reaches PyPI, not GitHub): tools/build_llamacpp.py. LLAMACPP_BACKEND: auto (cuda
+# when nvcc is on PATH and a GPU is visible, else cpu), cpu or cuda.
+LLAMACPP := .engines/llamacpp
+LLAMACPP_VERSION := 0.3.36
+LLAMACPP_BACKEND ?= auto
+GGUF := .models/tiny-llama-gguf
 
-.PHONY: setup engine model demo lab test lint unit integration e2e bench peers clean
+.PHONY: setup engine llamacpp model model-gguf demo lab test lint unit integration e2e bench peers clean
 
 $(VENV)/.ok: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,10 +47,27 @@ $(ENGINE)/.ok:
 
 engine: $(ENGINE)/.ok
 
+$(LLAMACPP)/.ok: | $(VENV)/.ok
+	$(VENV)/bin/python tools/build_llamacpp.py --out $(LLAMACPP) --version $(LLAMACPP_VERSION) \
+		--backend $(LLAMACPP_BACKEND)
+	touch $@
+
+llamacpp: $(LLAMACPP)/.ok
+
 $(MODEL)/config.json: $(VENV)/.ok
 	$(VENV)/bin/benchlib tiny-model --out $(MODEL)
 
-model: $(MODEL)/config.json
+# the same weights as GGUF, with llama.cpp's own converter (from the llama.cpp tree of
+# make llamacpp); it needs torch, which the vLLM CPU engine's interpreter has. F16: the target
+# llama.cpp serves; Q8_0: its draft model for speculative decoding.
+$(GGUF)/.ok: $(MODEL)/config.json | $(LLAMACPP)/.ok $(ENGINE)/.ok
+	$(VENV)/bin/benchlib tiny-gguf --model $(MODEL) --out $(GGUF) --llamacpp $(LLAMACPP) \
+		--python $(ENGINE)/bin/python
+	touch $@
+
+model-gguf: $(GGUF)/.ok
+
+model: $(MODEL)/config.json model-gguf
 
 demo: setup engine model
 	$(VENV)/bin/benchlib run params/demo.yaml
@@ -68,8 +92,10 @@ integration: setup
 e2e: setup engine model
 	$(VENV)/bin/pytest -q tests/e2e
 
-test: setup engine model lint
+test: setup engine llamacpp model lint
 	BENCHLIB_ENGINE_PYTHON=$(CURDIR)/$(ENGINE)/bin/python BENCHLIB_TINY_MODEL=$(CURDIR)/$(MODEL) \
+	BENCHLIB_LLAMA_SERVER=$(CURDIR)/$(LLAMACPP)/bin/llama-server \
+	BENCHLIB_TINY_GGUF=$(CURDIR)/$(GGUF) \
 		$(VENV)/bin/pytest -q tests
 
 # GuideLLM for the accuracy benchmark, in its own environment (it pulls a CUDA torch build:

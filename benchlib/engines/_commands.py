@@ -4,8 +4,9 @@
   (the ``vllm`` console script of some builds is broken; the module always works).
 * SGLang: ``python -m sglang.launch_server --model-path … --served-model-name …`` (still
   supported in 0.5.23, which recommends ``sglang serve``; both read the same parser).
-* llama.cpp: ``llama-server -m X.gguf --alias … -c N --metrics`` (ready when ``/health``
-  answers 200) when ``engine.executable`` is given (``make llamacpp`` builds one into
+* llama.cpp: ``llama-server -m X.gguf --alias … -c N --metrics -lv 4`` (verbosity 4: the
+  log then holds the build, n_ctx and KV cache; ready when ``/health`` answers 200) when
+  ``engine.executable`` is given (``make llamacpp`` builds one into
   ``.engines/llamacpp/bin/``), else llama-cpp-python's ``python -m llama_cpp.server --model …
   --model_alias …``.
 * open-jet (0.5.1): ``openjet-engine --model X.gguf --host … --port … [--ctx N]``, the
@@ -123,7 +124,9 @@ def plan_launch(engine: EngineSpec, model: ModelSpec, model_path: Path,
                     "--host", host, "--port", str(port)]
             if ctx:
                 argv += ["-c", *ctx]
-            argv.append("--metrics")  # /metrics exists only when asked for
+            # /metrics exists only when asked for; verbosity 4 prints the build, n_ctx and the
+            # KV cache (the library's lines) for the log facts, and ~25 lines per request
+            argv += ["--metrics", "-lv", "4"]
             if ready_path == "/v1/models":
                 ready_path = "/health"  # 503 while loading, 200 once it can serve
         else:

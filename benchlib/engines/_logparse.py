@@ -6,8 +6,21 @@ size`` on the CPU build —, ``Maximum concurrency for N tokens per request: X.X
 loading took X GiB memory and Y seconds``, ``Available KV cache memory: X GiB`` — negative on
 an OOM launch —, ``Graph capturing finished in X secs``, ``init engine (...) took X s``), so
 the memory plan's comparison and a run's log facts never disagree on a line. SGLang's
-equivalents are this module's own. Failures are matched anywhere in the log and each carries
-a hint.
+equivalents are this module's own, and so are llama.cpp's (:func:`_read_llamacpp`). Failures
+are matched anywhere in the log and each carries a hint.
+
+llama.cpp (``llama-server`` b11312, lines as its sources print them): at the default verbosity
+it says ``load_model: loading model 'X'``, ``llama threadpool init, n_threads = N``,
+``loading draft model 'Y'``, ``load_model: initializing, n_slots = N, n_ctx_slot = M`` and
+``llama_server: model loaded``, each after an elapsed-time stamp (``0.00.779.696 I …``:
+minutes.seconds.milliseconds.microseconds). The library's own lines are printed only from
+verbosity 4 (``-lv 4``, which :func:`~benchlib.engines.plan_launch` passes):
+``common_params_print_info: build 11312 (0c1e570) …``, ``system_info: n_threads = N …``,
+``print_info: file type   = F16``, ``load_tensors:   CPU_Mapped model buffer size =  8.51
+MiB``, ``llama_context: n_ctx = 2048`` and ``llama_kv_cache: size = 4.00 MiB (1024 cells,
+4 layers, 2/2 seqs) …`` — whose cells are per stream (``n_seq_max/n_stream``), so the KV
+tokens are cells × streams. A draft model's lines follow ``loading draft model`` and are
+read as the draft's.
 """
 
 from __future__ import annotations
@@ -45,6 +58,18 @@ class EngineLogFacts:
     model_loading_s: float | None = None
     cuda_graph_s: float | None = None
     init_engine_s: float | None = None
+    #: llama.cpp: release number and commit (``build 11312 (0c1e570)``; version ``b11312``)
+    build_number: int | None = None
+    commit: str | None = None
+    #: llama.cpp: context of the whole server (n_ctx), its slots and each slot's context
+    context_tokens: int | None = None
+    slots: int | None = None
+    slot_context_tokens: int | None = None
+    threads: int | None = None
+    model_file_type: str | None = None
+    draft_model_file_type: str | None = None
+    draft_model_gib: float | None = None
+    draft_kv_cache_gib: float | None = None
     failures: list[KnownFailure] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
@@ -58,17 +83,46 @@ _SGLANG_PATTERNS: Mapping[str, re.Pattern[str]] = MappingProxyType({
     "kv_cache_tokens": re.compile(r"KV Cache is allocated\. #tokens: ([\d,]+)"),
 })
 
+#: llama.cpp's lines (see the module's docstring); the stamp is the log's elapsed time
+_STAMP = r"(?:^|\n)(?:(\d+)\.(\d+)\.(\d+)\.(\d+) \w )?"
+_LLAMACPP_INIT = re.compile(r"llama_server: initializing")
+_LLAMACPP_LOAD = re.compile(_STAMP + r"[^\n]*load_model: loading model '")
+_LLAMACPP_DRAFT = re.compile(r"loading draft model '")
+_LLAMACPP_LOADED = re.compile(_STAMP + r"[^\n]*llama_server: model loaded")
+_LLAMACPP_SERVER: Mapping[str, re.Pattern[str]] = MappingProxyType({
+    "build": re.compile(r"common_params_print_info: build (\d+) \(([0-9a-f]+)\)"),
+    "threads": re.compile(r"(?:system_info:|llama threadpool init,) n_threads = (\d+)"),
+    "slots": re.compile(r"load_model: initializing, n_slots = (\d+), n_ctx_slot = (\d+)"),
+})
+_LLAMACPP_MODEL: Mapping[str, re.Pattern[str]] = MappingProxyType({
+    "file_type": re.compile(r"print_info: file type\s+= (\S+)"),
+    "buffer_mib": re.compile(r"load_tensors:\s+\S+ model buffer size =\s+([\d.]+) MiB"),
+    "n_ctx": re.compile(r"llama_context: n_ctx\s+= (\d+)"),
+    "kv": re.compile(r"llama_kv_cache: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+\d+ "
+                     r"layers,\s+\d+/(\d+) seqs\)"),
+})
+
 _FAILURES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("removed-argument", re.compile(r"the argument has been removed\."),
+     "this llama.cpp build renamed the flag: use the one the message names (b11312: "
+     "--draft-max → --spec-draft-n-max, --draft-min → --spec-draft-n-min; a draft model "
+     "also needs --spec-type draft-simple, or it is loaded and never used)"),
+    ("model-load-failed", re.compile(r"failed to load (?:draft )?model, '|"
+                                     r"exiting due to model loading error"),
+     "llama-server could not load the GGUF: check the path, that the file is whole, and "
+     "that this build knows its architecture (engine.commit)"),
     ("missing-triton-kernels", re.compile(r"No module named 'triton_kernels[\w.]*'"),
      "this vLLM build needs OpenAI's triton_kernels for MXFP4 MoE (gpt-oss, GLM/Kimi MoE): "
      "install the triton_kernels matching the engine's torch/triton, or use a vLLM wheel "
      "that bundles it; pin both in the recipe (engine.version)"),
-    ("cuda-oom", re.compile(r"CUDA out of memory|torch\.OutOfMemoryError|OutOfMemoryError"),
+    ("cuda-oom", re.compile(r"CUDA out of memory|torch\.OutOfMemoryError|OutOfMemoryError|"
+                            r"cudaMalloc failed: out of memory"),
      "the weights plus KV cache do not fit: lower --gpu-memory-utilization or "
      "--max-model-len, raise tensor parallelism, or use a quantized checkpoint "
      "(`benchlib plan` shows the memory stack)"),
     ("no-kv-room", re.compile(r"No available memory for the cache blocks|"
-                              r"larger than the available KV cache memory"),
+                              r"larger than the available KV cache memory|"
+                              r"failed to allocate buffer for kv cache"),
      "no memory is left for the KV cache after the weights: reduce --max-model-len, raise "
      "--gpu-memory-utilization, add GPUs (tp) or quantize (`benchlib plan`)"),
     ("address-in-use", re.compile(r"[Aa]ddress already in use"),
@@ -104,6 +158,62 @@ def _read_facts(facts: EngineLogFacts, key: str, m: re.Match[str]) -> None:
         facts.init_engine_s = log_number(m.group(1))
 
 
+def _seconds(m: re.Match[str]) -> float | None:
+    """The elapsed-time stamp in front of a llama.cpp line (None: stamps were off)."""
+    if m.group(1) is None:
+        return None
+    minutes, secs, ms, us = (int(g) for g in m.groups()[:4])
+    return minutes * 60 + secs + ms / 1e3 + us / 1e6
+
+
+def _model_facts(text: str) -> dict[str, float | int | str]:
+    """One model's lines (target or draft): file type, weights GiB, n_ctx, KV cache."""
+    out: dict[str, float | int | str] = {}
+    if m := _LLAMACPP_MODEL["file_type"].search(text):
+        out["file_type"] = m.group(1)
+    buffers = [float(b) for b in _LLAMACPP_MODEL["buffer_mib"].findall(text)]
+    if buffers:
+        out["gib"] = sum(buffers) / 1024
+    if m := _LLAMACPP_MODEL["n_ctx"].search(text):
+        out["n_ctx"] = int(m.group(1))
+    if m := _LLAMACPP_MODEL["kv"].search(text):
+        out["kv_gib"] = float(m.group(1)) / 1024
+        out["kv_tokens"] = int(m.group(2)) * int(m.group(3))
+    return out
+
+
+def _read_llamacpp(facts: EngineLogFacts, text: str) -> None:
+    """llama-server's facts, from its last start in ``text`` (a restart prints again)."""
+    runs = [m.start() for m in _LLAMACPP_INIT.finditer(text)]
+    run = text[runs[-1]:] if runs else text
+    load = _LLAMACPP_LOAD.search(run)
+    if load is None:
+        return
+    if m := _LLAMACPP_SERVER["build"].search(run):
+        facts.build_number, facts.commit = int(m.group(1)), m.group(2)
+        facts.version = facts.version or f"b{m.group(1)}"
+    if m := _LLAMACPP_SERVER["threads"].search(run):  # the first: the target's
+        facts.threads = int(m.group(1))
+    if m := _LLAMACPP_SERVER["slots"].search(run):
+        facts.slots, facts.slot_context_tokens = int(m.group(1)), int(m.group(2))
+    draft = _LLAMACPP_DRAFT.search(run, load.start())
+    target = _model_facts(run[load.start():draft.start() if draft else len(run)])
+    facts.model_file_type = str(target["file_type"]) if "file_type" in target else None
+    facts.model_loading_gib = float(target["gib"]) if "gib" in target else None
+    facts.context_tokens = int(target["n_ctx"]) if "n_ctx" in target else None
+    facts.kv_cache_gib = float(target["kv_gib"]) if "kv_gib" in target else None
+    facts.kv_cache_tokens = int(target["kv_tokens"]) if "kv_tokens" in target else None
+    if draft:
+        dft = _model_facts(run[draft.start():])
+        facts.draft_model_file_type = str(dft["file_type"]) if "file_type" in dft else None
+        facts.draft_model_gib = float(dft["gib"]) if "gib" in dft else None
+        facts.draft_kv_cache_gib = float(dft["kv_gib"]) if "kv_gib" in dft else None
+    loaded = _LLAMACPP_LOADED.search(run, load.start())
+    t0, t1 = _seconds(load), _seconds(loaded) if loaded else None
+    if t0 is not None and t1 is not None:  # load, the draft and the warm-up included
+        facts.model_loading_s = round(t1 - t0, 6)
+
+
 def parse_engine_log(text: str) -> EngineLogFacts:
     """Scan a whole log (any engine) and return what it says."""
     facts = EngineLogFacts()
@@ -111,6 +221,7 @@ def parse_engine_log(text: str) -> EngineLogFacts:
         for key, pattern in table.items():
             for m in pattern.finditer(text):
                 _read_facts(facts, key, m)
+    _read_llamacpp(facts, text)
     seen: set[str] = set()
     for line in text.splitlines():
         for name, pattern, hint in _FAILURES:

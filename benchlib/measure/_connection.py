@@ -109,6 +109,8 @@ class Connection:
         self.closed = False
         #: when this connection last went idle (perf_counter seconds)
         self.idle_since = time.perf_counter()
+        #: it carried an earlier request (the pool sets it when it hands it out again)
+        self.reused = False
 
     @classmethod
     async def open(cls, endpoint: Endpoint, timeout: float,

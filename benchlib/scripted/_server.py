@@ -139,7 +139,8 @@ class ScriptedServer:
                 if request is None:
                     return
                 await self._respond(peer, request, body, arrival)
-                if peer.h11.our_state is h11.MUST_CLOSE:
+                if peer.h11.our_state is h11.MUST_CLOSE or (
+                        self.config.close_after_stream and request.method == b"POST"):
                     return
                 peer.h11.start_next_cycle()
         except _Hangup as hangup:

@@ -63,9 +63,12 @@ def test_ttft_and_tpot_match_the_wire(scripted: Callable[..., Any], tmp_path: Pa
 def test_multi_token_chunks_are_not_tokens(scripted: Callable[..., Any], tmp_path: Path,
                                            tiny_model: Path) -> None:
     server = scripted("--ttft-ms", "5", "--itl-ms", "4", "--tokens-per-chunk", "3")
-    result, _ = run(server, tmp_path, tiny_model, output_len=30, num_prompts=10,
-                    max_concurrency=2)
+    result, out = run(server, tmp_path, tiny_model, output_len=30, num_prompts=10,
+                      max_concurrency=2)
     assert result.total_output_tokens == 300
+    # TPOT per token, not per chunk: (E2EL − TTFT) / (tokens − 1), as on the wire
+    err = errors_vs_truth(out.with_name(out.stem + ".requests.jsonl"), server.truth)
+    assert abs(err["tpot"]) < 0.2, err
     assert result.mean_tokens_per_chunk == pytest.approx(3.0)
     assert result.output_tokens_source == TokenSources(usage=10, tokenizer=0)
     # per-token ITL spreads each chunk gap over its tokens (split by re-tokenizing, so a
@@ -207,3 +210,15 @@ def test_bad_flags_exit_2_naming_the_field(args: list[str], field: str,
     proc = cli("measure", *[x for kv in base.items() for x in kv])
     assert proc.returncode == 2, proc.stderr
     assert field in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_server_that_closes_after_each_stream_fails_no_request(
+        scripted: Callable[..., Any], tmp_path: Path, tiny_model: Path,
+        concurrency: int) -> None:
+    """llama-server closes every connection after a streamed response although its headers
+    allow keep-alive; a pool that reused them would lose requests to the race."""
+    server = scripted("--ttft-ms", "1", "--itl-ms", "1", "--close-after-stream")
+    result, _ = run(server, tmp_path, tiny_model, output_len=4, num_prompts=40,
+                    max_concurrency=concurrency, num_warmups=1)
+    assert result.completed == 40 and result.failed == 0, result.errors

@@ -37,6 +37,12 @@ load_backend: loaded CPU backend from /opt/llama/libggml-cpu-haswell.so
 
 -h,    --help, --usage                  print usage and exit
 --version                               show version and build info
+-lv,   --verbosity, --log-verbosity N   Set the verbosity threshold. Messages with a higher verbosity will be
+                                        ignored. Values:
+                                         - 3: info
+                                         - 4: trace (more info)
+                                        (default: 3)
+                                        (env: LLAMA_ARG_LOG_VERBOSITY)
 -t,    --threads N                      number of CPU threads to use during generation (default: -1)
                                         (env: LLAMA_ARG_THREADS)
 -C,    --cpu-mask M                     CPU affinity mask: arbitrarily long hex. Complements cpu-range
@@ -152,7 +158,7 @@ def test_help_parser_reads_spellings_values_and_stubs() -> None:
     assert opts["--defrag-thold", "-dt"].deprecated and opts["--spec-type",].repeat
     flags = {f for o in opts.values() for f in o.flags}
     # headers, log lines and help prose (which names --spec-ngram-mod-n-max) are no options
-    assert "--spec-ngram-mod-n-max" not in flags and len(opts) == 32
+    assert "--spec-ngram-mod-n-max" not in flags and len(opts) == 33
     assert all(f.startswith("-") and f.strip("-") for f in flags)
 
 

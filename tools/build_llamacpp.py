@@ -1,0 +1,210 @@
+"""Build llama.cpp's ``llama-server`` into ``.engines/llamacpp/`` (``make llamacpp``).
+
+Why this route: CI and the benchmark machines reach PyPI but not GitHub, so llama.cpp's own
+repository and release tarballs cannot be fetched. The ``llama-cpp-python`` sdist on PyPI
+vendors a full, pinned llama.cpp tree (``vendor/llama.cpp``, with its submodule's git HEAD),
+so ``pip download --no-binary :all: --no-deps llama-cpp-python==V`` gives us llama.cpp's source
+through the one index we can reach, pinned by the sdist's version and checked by pip.
+
+Steps:
+
+1. ``pip download`` the sdist (or take ``--sdist``: a tarball already on disk, e.g. carried to
+   an offline GPU machine).
+2. Extract only what ``llama-server`` and the GGUF converter need (``vendor/llama.cpp``
+   without docs, test vocabularies, benches …) and read the llama.cpp commit from the
+   sdist's ``.git/modules/vendor/llama.cpp/HEAD``.
+3. ``cmake -G Ninja`` with the server alone: no tests, examples, unified app or web UI, no
+   OpenSSL, no curl; static libraries so the one binary is self-contained; the build number
+   and commit passed in, so ``llama-server --version`` says which llama.cpp it is (the
+   sdist's git clone is shallow: git would count 1 commit).
+4. ``cmake --build --target llama-server``; copy ``bin/llama-server``, ``gguf-py``,
+   ``conversion`` and ``convert_hf_to_gguf.py`` (the converter of the same tree) into the
+   output folder; write ``BUILD.json`` (commit, build number, sdist version, backend, the
+   flags, seconds per phase and ``llama-server --version``); remove the work folder.
+
+Backend: ``cuda`` when ``nvcc`` is on PATH *and* a GPU is visible (``nvidia-smi -L`` lists
+one, or ``/dev/nvidia0`` exists), else ``cpu``. A CUDA build needs the driver's ``libcuda``
+to even start, and takes far longer on a small machine, so nvcc alone (a CUDA toolkit in a
+CPU-only container) does not choose it; ``--backend cuda`` forces it.
+
+cmake and ninja: the system's when on PATH, else ``pip install cmake ninja`` into a small
+build venv inside the work folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import venv
+from pathlib import Path
+from typing import Any
+
+SDIST_VERSION = "0.3.36"
+#: llama.cpp's release number (tag ``bN``) of a commit. Not in the sdist (its clone is
+#: shallow); from the upstream release tag: b11312 is 0c1e57098 (llama-cpp-python 0.3.36)
+KNOWN_BUILD_NUMBERS = {"0c1e57098bba43ac29e6e3b677cdceebdd22334f": 11312}
+#: the parts of vendor/llama.cpp the server build and the converter need (about 10 MB of
+#: 216 MB: docs/ops, the models/ggml-vocab-*.gguf test vocabularies, benches … are left)
+KEEP = ("CMakeLists.txt", "CMakePresets.json", "cmake", "common", "ggml", "include", "src",
+        "tools", "vendor", "gguf-py", "app", "licenses", "LICENSE", "conversion",
+        "convert_hf_to_gguf.py", "scripts/ui-assets.cmake")
+CMAKE_FLAGS = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF",
+               "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
+               "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_BUILD_UI=OFF",
+               "-DLLAMA_OPENSSL=OFF", "-DLLAMA_CURL=OFF", "-DGGML_CCACHE=OFF"]
+
+
+def log(msg: str) -> None:
+    print(f"build_llamacpp: {msg}", file=sys.stderr, flush=True)
+
+
+def gpu_visible() -> bool:
+    """Whether this machine has an NVIDIA GPU a CUDA build could use."""
+    if Path("/dev/nvidia0").exists():
+        return True
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    done = subprocess.run([smi, "-L"], capture_output=True, text=True, check=False)
+    return done.returncode == 0 and "GPU" in done.stdout
+
+
+def choose_backend(asked: str) -> str:
+    if asked != "auto":
+        return asked
+    return "cuda" if shutil.which("nvcc") and gpu_visible() else "cpu"
+
+
+def download_sdist(version: str, dest: Path) -> Path:
+    """``pip download`` the sdist into ``dest`` with this interpreter's pip."""
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:",
+                    "--no-deps", f"llama-cpp-python=={version}", "-d", str(dest)], check=True)
+    found = sorted(dest.glob(f"llama_cpp_python-{version}.tar.gz"))
+    if not found:
+        raise SystemExit(f"build_llamacpp: pip saved no llama_cpp_python-{version}.tar.gz")
+    return found[0]
+
+
+def extract(sdist: Path, dest: Path) -> tuple[Path, str]:
+    """The kept part of ``vendor/llama.cpp`` under ``dest/llama.cpp``, and its commit."""
+    tree = dest / "llama.cpp"
+    commit = ""
+    with tarfile.open(sdist) as tar:
+        for member in tar:
+            parts = member.name.split("/", 1)
+            if len(parts) < 2:
+                continue
+            rel = parts[1]
+            if rel == ".git/modules/vendor/llama.cpp/HEAD":
+                handle = tar.extractfile(member)
+                assert handle is not None
+                commit = handle.read().decode().strip()
+                continue
+            if not rel.startswith("vendor/llama.cpp/"):
+                continue
+            inner = rel[len("vendor/llama.cpp/"):]
+            if not any(inner == k or inner.startswith(k + "/") for k in KEEP):
+                continue
+            member.name = inner
+            tar.extract(member, tree, filter="data")
+    if len(commit) != 40:
+        raise SystemExit(f"build_llamacpp: no llama.cpp commit in {sdist.name}")
+    return tree, commit
+
+
+def build_tools(work: Path) -> tuple[str, str]:
+    """cmake and ninja: the system's, else pip-installed into ``work/tools-venv``."""
+    cmake, ninja = shutil.which("cmake"), shutil.which("ninja")
+    if cmake and ninja:
+        return cmake, ninja
+    env_dir = work / "tools-venv"
+    log("cmake/ninja not on PATH: pip install cmake ninja into " + str(env_dir))
+    venv.create(env_dir, with_pip=True)
+    subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", "cmake",
+                    "ninja"], check=True)
+    return cmake or str(env_dir / "bin" / "cmake"), ninja or str(env_dir / "bin" / "ninja")
+
+
+def version_line(exe: Path) -> str:
+    """What ``llama-server --version`` prints (on stderr), one line per line."""
+    done = subprocess.run([str(exe), "--version"], capture_output=True, text=True,
+                          timeout=60, check=False)
+    return (done.stdout + done.stderr).strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=Path(".engines/llamacpp"))
+    p.add_argument("--version", default=SDIST_VERSION, help="llama-cpp-python sdist version")
+    p.add_argument("--sdist", type=Path, help="use this sdist tarball instead of downloading")
+    p.add_argument("--backend", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--cuda-arch", default="native", help="CMAKE_CUDA_ARCHITECTURES")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--keep-work", action="store_true", help="keep the source and build tree")
+    args = p.parse_args(argv)
+    out: Path = args.out.resolve()
+    work = out / "work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    seconds: dict[str, float] = {}
+    t0 = time.monotonic()
+    sdist = args.sdist.resolve() if args.sdist else download_sdist(args.version, work)
+    seconds["download"] = round(time.monotonic() - t0, 1)
+    t0 = time.monotonic()
+    tree, commit = extract(sdist, work)
+    seconds["extract"] = round(time.monotonic() - t0, 1)
+    build_number = KNOWN_BUILD_NUMBERS.get(commit)
+    backend = choose_backend(args.backend)
+    flags = [*CMAKE_FLAGS, f"-DLLAMA_BUILD_NUMBER={build_number or 0}",
+             f"-DLLAMA_BUILD_COMMIT={commit[:7]}"]
+    env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(work))  # never read the kit's git
+    if backend == "cuda":
+        nvcc = shutil.which("nvcc")
+        if nvcc is None:
+            raise SystemExit("build_llamacpp: --backend cuda needs nvcc on PATH")
+        env["CUDACXX"] = nvcc
+        flags += ["-DGGML_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={args.cuda_arch}"]
+    log(f"llama.cpp {commit[:9]} (build {build_number}) from llama-cpp-python "
+        f"{args.version}, backend {backend}, {args.jobs} jobs")
+    cmake, ninja = build_tools(work)
+    build = work / "build"
+    t0 = time.monotonic()
+    subprocess.run([cmake, "-S", str(tree), "-B", str(build), "-G", "Ninja",
+                    f"-DCMAKE_MAKE_PROGRAM={ninja}", *flags], check=True, env=env)
+    seconds["configure"] = round(time.monotonic() - t0, 1)
+    t0 = time.monotonic()
+    subprocess.run([cmake, "--build", str(build), "--target", "llama-server", "-j",
+                    str(args.jobs)], check=True, env=env)
+    seconds["build"] = round(time.monotonic() - t0, 1)
+    (out / "bin").mkdir(exist_ok=True)
+    exe = out / "bin" / "llama-server"
+    shutil.copy2(build / "bin" / "llama-server", exe)
+    for name in ("gguf-py", "conversion"):
+        shutil.rmtree(out / name, ignore_errors=True)
+        shutil.copytree(tree / name, out / name)
+    shutil.copy2(tree / "convert_hf_to_gguf.py", out / "convert_hf_to_gguf.py")
+    record: dict[str, Any] = {
+        "commit": commit, "build_number": build_number,
+        "build_number_source": ("upstream release tag (not in the sdist)" if build_number
+                                else "unknown: the sdist's git clone is shallow"),
+        "sdist": f"llama-cpp-python=={args.version}", "backend": backend,
+        "cmake_flags": flags, "jobs": args.jobs, "machine": platform.machine(),
+        "seconds": seconds, "version_output": version_line(exe),
+    }
+    (out / "BUILD.json").write_text(json.dumps(record, indent=2) + "\n")
+    if not args.keep_work:
+        shutil.rmtree(work)
+    log(f"{exe} ({backend}) built in {seconds['configure'] + seconds['build']:.0f} s "
+        f"(download {seconds['download']:.0f} s); {out / 'BUILD.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
