@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import itertools
 import shlex
 import socket
 from dataclasses import dataclass, field
@@ -94,6 +95,15 @@ def _python(engine: EngineSpec) -> str:
     return str(engine.python)
 
 
+def _slots(args: list[str]) -> int:
+    """llama.cpp's slot count as ``-np N`` / ``--parallel N`` in ``args`` says; else 1 (with
+    auto slots llama.cpp shares one KV of -c tokens between them)."""
+    for flag, value in itertools.pairwise(args):
+        if flag in ("-np", "--parallel") and value.isdigit() and int(value) > 0:
+            return int(value)
+    return 1
+
+
 def plan_launch(engine: EngineSpec, model: ModelSpec, model_path: Path,
                 port: int | None = None) -> LaunchPlan:
     """The command for ``engine`` serving ``model_path`` on ``engine.host:port``."""
@@ -122,8 +132,10 @@ def plan_launch(engine: EngineSpec, model: ModelSpec, model_path: Path,
         if engine.executable is not None:
             argv = [str(engine.executable), "-m", str(model_path), "--alias", name,
                     "--host", host, "--port", str(port)]
-            if ctx:
-                argv += ["-c", *ctx]
+            if engine.max_model_len:
+                # max_model_len is per request for every engine; llama.cpp's -c is the whole
+                # KV, split over its slots (-np N): N slots of max_model_len each
+                argv += ["-c", str(engine.max_model_len * _slots(engine.args))]
             # /metrics exists only when asked for; verbosity 4 prints the build, n_ctx and the
             # KV cache (the library's lines) for the log facts, and ~25 lines per request
             argv += ["--metrics", "-lv", "4"]

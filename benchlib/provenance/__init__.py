@@ -11,7 +11,7 @@ from benchlib.provenance._assemble import (
 )
 from benchlib.provenance._compare import PROVENANCE_FACTS, compare_provenance, provenance_facts
 from benchlib.provenance._hardware import CPUInfo, GPUInfo, HardwareInfo, collect_hardware
-from benchlib.provenance._model import FilesHash, hash_model_folder
+from benchlib.provenance._model import FilesHash, gguf_shards, hash_model_folder
 from benchlib.provenance._record import (
     EngineProvenance,
     ModelFiles,
@@ -44,6 +44,7 @@ __all__ = [
     "compare_provenance",
     "engine_version",
     "environment_hash",
+    "gguf_shards",
     "git_state",
     "hardware_mismatches",
     "hash_model_folder",

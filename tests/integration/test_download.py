@@ -19,12 +19,13 @@ REPO = Path(__file__).resolve().parents[2]
 TOKEN = "hf_planted_token_9d2e11"
 
 
-def run(tmp_path: Path, hub: FakeHub, steps: str) -> subprocess.CompletedProcess[str]:
+def run(tmp_path: Path, hub: FakeHub, steps: str,
+        model: str = 'id: org/tiny, revision: main, include: ["*.json", "*.safetensors"]'
+        ) -> subprocess.CompletedProcess[str]:
     recipe = tmp_path / "hub.yaml"
     recipe.write_text(f"""\
 name: hub
-model: {{id: org/tiny, revision: main, include: ["*.json", "*.safetensors"],
-         hf_token_env: BENCH_HF_TOKEN}}
+model: {{{model}, hf_token_env: BENCH_HF_TOKEN}}
 engine: {{kind: endpoint, base_url: "http://127.0.0.1:9"}}
 plan: {{gpu: H200, kv_cache_dtype: auto}}
 scenarios: [{{name: a, input_len: 8, output_len: 2}}]
@@ -72,3 +73,20 @@ def test_not_enough_disk_is_refused_before_downloading(tmp_path: Path,
     assert sidecar.status == "failed" and sidecar.error is not None
     assert "GiB free" in sidecar.error.evalue and "model.include" in sidecar.error.evalue
     assert not any("resolve" in r and r.startswith("GET") for r in hub.requests)
+
+
+def test_a_gguf_file_from_the_hub_is_what_launch_gets(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for quant in ("F16", "Q8_0"):
+        (repo / f"tiny-{quant}.gguf").write_bytes(b"GGUF" + quant.encode() * 1000)
+    (repo / "README.md").write_text("a GGUF repo")
+    with FakeHub("org/tiny-GGUF", repo, TOKEN) as hub:
+        proc = run(tmp_path, hub, "[01_download]", 'id: org/tiny-GGUF, revision: main, '
+                   'format: gguf, include: ["*Q8_0.gguf"]')
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    run_dir = tmp_path / "out" / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "hub"
+    dl = read_sidecar(run_dir / "01_download.json").results
+    assert Path(dl["model_path"]).name == "tiny-Q8_0.gguf"
+    assert dl["files_hash"]["files"] == 1
+    assert not any("F16" in r for r in hub.requests)  # only the file asked for

@@ -1,10 +1,16 @@
 """``01_download``: the pinned snapshot fetched from the hub (disk space checked first), or
 the recipe's local folder verified; the resolved commit and a content hash recorded. The
 runner launches and measures from the folder this step names (:attr:`DownloadResult.model_path`)
-and records it in every later step's provenance."""
+and records it in every later step's provenance.
+
+A GGUF model (``model.format: gguf``) is one file: ``model.local_path`` names it (or a folder
+holding it), or the hub repo's files are narrowed by ``model.include`` (``["*Q8_0.gguf"]``);
+the step names that file (the first shard of a split model, as llama.cpp's ``-m`` wants it),
+hashes it with its shards, and hashes a speculative draft model file too."""
 
 from __future__ import annotations
 
+import fnmatch
 import shutil
 from pathlib import Path
 from typing import Literal
@@ -16,7 +22,7 @@ from benchlib._secrets import env_secret
 from benchlib.pipeline._declare import RunFacts, Step
 from benchlib.pipeline._results import save_results
 from benchlib.pipeline._standalone import results_file, step_folder
-from benchlib.provenance import FilesHash, ModelFiles, hash_model_folder
+from benchlib.provenance import FilesHash, ModelFiles, gguf_shards, hash_model_folder
 from benchlib.recipe import Recipe
 
 __all__ = ["STEP", "DownloadResult", "download_model"]
@@ -26,10 +32,37 @@ class DownloadResult(BaseModel):
     """01_download's results."""
 
     source: Literal["local", "hub"] = Field(description="a local folder, or the hub")
-    model_path: str = Field(description="the model folder launch and measure use")
+    model_path: str = Field(description="the model folder (GGUF: the file) launch and "
+                                        "measure use")
     revision: str | None = Field(description="the recipe's pin")
     resolved_revision: str | None = Field(description="the commit the hub resolved it to")
-    files_hash: FilesHash = Field(description="content hash of the folder")
+    files_hash: FilesHash = Field(description="content hash of the folder (GGUF: the file "
+                                              "and its shards)")
+    draft_model: str | None = Field(None, description="the speculative draft model, if any")
+    draft_files_hash: FilesHash | None = Field(None, description="its content hash")
+
+
+_GGUF_MAGIC = b"GGUF"
+
+
+def _gguf_file(path: Path, include: list[str]) -> Path:
+    """The one GGUF file ``path`` names (a file, or a folder narrowed by ``include``)."""
+    if path.is_file():
+        found = [path]
+    else:
+        found = sorted(p for p in path.rglob("*.gguf") if not include or any(
+            fnmatch.fnmatch(p.relative_to(path).as_posix(), pat) for pat in include))
+        found = [p for p in found if gguf_shards(p)[0] == p]  # a split model: its first shard
+    if len(found) != 1:
+        names = ", ".join(p.name for p in found[:6]) or "none"
+        raise UsageError("model.include", f"{path} holds {len(found)} GGUF models ({names}): "
+                         "name one file in model.local_path, or narrow model.include "
+                         "(e.g. [\"*Q8_0.gguf\"])")
+    with found[0].open("rb") as fh:
+        if fh.read(4) != _GGUF_MAGIC:
+            raise UsageError("model.local_path", f"{found[0]} is not a GGUF file (no GGUF "
+                             "magic at its start)")
+    return found[0]
 
 
 def _fetch(recipe: Recipe) -> tuple[Path, str]:
@@ -70,15 +103,25 @@ def download_model(recipe: Recipe, results_path: str | Path = "", *,
     spec = recipe.model
     if spec.local_path is not None:
         path = spec.local_path
-        if not (path / "config.json").is_file() and not any(path.glob("*.gguf")):
-            raise UsageError("model.local_path", f"{path} holds no config.json or .gguf file")
+        if not path.exists():
+            raise UsageError("model.local_path", f"{path} does not exist")
+        if spec.format != "gguf" and not (path / "config.json").is_file():
+            raise UsageError("model.local_path", f"{path} holds no config.json (a GGUF model "
+                             "needs model.format: gguf)")
         source: Literal["local", "hub"] = "local"
         resolved: str | None = None
     else:
         path, resolved = _fetch(recipe)
         source = "hub"
+    if spec.format == "gguf":
+        path = _gguf_file(path, spec.include if spec.local_path is None else [])
+    draft = recipe.engine.speculative.draft_model
+    if draft is not None and not draft.exists():
+        raise UsageError("speculative.draft_model", f"{draft} does not exist")
     result = DownloadResult(source=source, model_path=str(path), revision=spec.revision,
-                            resolved_revision=resolved, files_hash=hash_model_folder(path))
+                            resolved_revision=resolved, files_hash=hash_model_folder(path),
+                            draft_model=str(draft) if draft else None,
+                            draft_files_hash=hash_model_folder(draft) if draft else None)
     folder = step_folder(run_dir, recipe, scratch=False)
     save_results(results_file(results_path, folder, STEP.name), result)
     return result
