@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 __all__ = ["Chart"]
@@ -17,6 +19,18 @@ class Chart:
 
     def __init__(self, figure: Figure) -> None:
         self.figure = figure
+
+    @classmethod
+    def finish(cls, figure: Figure, axes: Iterable[Axes], save_to: str | Path = "") -> Chart:
+        """The kit's look on every panel (a light grid, a small legend), saved as PNG when
+        ``save_to`` names a file."""
+        for ax in axes:
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        chart = cls(figure)
+        if save_to:
+            chart.save(save_to)
+        return chart
 
     def _repr_png_(self) -> bytes:
         buf = io.BytesIO()

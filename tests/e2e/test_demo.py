@@ -33,7 +33,15 @@ def test_demo_recipe_end_to_end(tmp_path: Path) -> None:
                            "--outputs", str(tmp_path)], capture_output=True, text=True,
                           cwd=REPO, timeout=1500)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    run = tmp_path / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "demo"
+    assert "variants side by side" in proc.stdout
+    check_demo_run(tmp_path / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "demo")
+    left = subprocess.run(["pgrep", "-f", "tiny-llama"], capture_output=True,
+                          text=True).stdout.strip()
+    assert left == "", f"engine processes left behind: {left}"
+
+
+def check_demo_run(run: Path) -> None:
+    """What a finished demo run folder must hold."""
     for variant in VARIANTS:
         for step in ("00_plan", "01_download", "02_launch", "03_measure"):
             sidecar = read_sidecar(run / variant / f"{step}.json")
@@ -48,8 +56,11 @@ def test_demo_recipe_end_to_end(tmp_path: Path) -> None:
             assert r["output_tokens_source"]["usage"] == r["completed"], (variant, key)
             assert r["server_metrics"]["scrapes"] >= 2, (variant, key)
             spec = r.get("speculative")
-            if variant.endswith("nospec"):
+            if variant == "llamacpp-nospec":
                 assert spec is None and r["mean_tokens_per_chunk"] == 1.0, (variant, key)
+            elif variant == "vllm-nospec":
+                # one token per step; vLLM's API server may put two steps in one chunk
+                assert spec is None and 1.0 <= r["mean_tokens_per_chunk"] < 1.05, key
             elif variant == "vllm-ngram":
                 # vLLM: one chunk per engine step; tokens agree with the server exactly, the
                 # accepted drafts within 2 % or by the tokens max_tokens cut off
@@ -76,7 +87,3 @@ def test_demo_recipe_end_to_end(tmp_path: Path) -> None:
     assert len(rows) == 4 * 5 and (run / "variants.png").stat().st_size > 10_000
     assert all(r["speedup"] for r in rows if r["variant"].endswith(("ngram", "draft")))
     assert all("engine:" in r["caveats"] for r in rows)
-    assert "variants side by side" in proc.stdout
-    left = subprocess.run(["pgrep", "-f", "tiny-llama"], capture_output=True,
-                          text=True).stdout.strip()
-    assert left == "", f"engine processes left behind: {left}"

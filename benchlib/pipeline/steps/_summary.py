@@ -72,10 +72,4 @@ def measure_figure(table: pd.DataFrame, save_to: str | Path = "") -> Chart:
     ax_tpot.set_ylabel("median TPOT (ms)")
     ax_tradeoff.set_xlabel("total output tokens/s")
     ax_tradeoff.set_ylabel("per-user tokens/s (1000 / median TPOT)")
-    for ax in (ax_ttft, ax_tpot, ax_tradeoff):
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    chart = Chart(fig)
-    if save_to:
-        chart.save(save_to)
-    return chart
+    return Chart.finish(fig, (ax_ttft, ax_tpot, ax_tradeoff), save_to)

@@ -114,9 +114,4 @@ def variants_figure(table: pd.DataFrame, save_to: str | Path = "") -> Chart | No
         ax.set_title(str(scenario))
         ax.set_xlabel("total output tokens/s")
         ax.set_ylabel("per-user tokens/s")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    chart = Chart(fig)
-    if save_to:
-        chart.save(save_to)
-    return chart
+    return Chart.finish(fig, axes, save_to)
