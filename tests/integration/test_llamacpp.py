@@ -126,9 +126,10 @@ def test_measured_tokens_come_from_the_server(plain: Served, endpoint: str) -> N
 
 def test_log_facts_and_metrics(plain: Served) -> None:
     facts = plain.facts
-    assert facts.context_tokens == CTX and facts.slots == SLOTS
-    assert facts.slot_context_tokens == CTX // SLOTS
-    assert facts.kv_cache_tokens == CTX
+    # max_model_len is per request: the kit gives llama.cpp -c max_model_len × slots
+    assert facts.context_tokens == CTX * SLOTS and facts.slots == SLOTS
+    assert facts.slot_context_tokens == CTX
+    assert facts.kv_cache_tokens == CTX * SLOTS
     assert facts.kv_cache_gib is not None and facts.kv_cache_gib > 0
     assert facts.threads is not None and facts.threads >= 1
     assert facts.model_loading_gib is not None and facts.model_loading_gib > 0
