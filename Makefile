@@ -21,7 +21,7 @@ LLAMACPP_VERSION := 0.3.36
 LLAMACPP_BACKEND ?= auto
 GGUF := .models/tiny-llama-gguf
 
-.PHONY: setup engine llamacpp model model-gguf demo lab test lint unit integration e2e bench peers clean
+.PHONY: setup engine engines llamacpp model model-gguf demo lab test lint unit integration e2e bench peers clean
 
 $(VENV)/.ok: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -69,7 +69,12 @@ model-gguf: $(GGUF)/.ok
 
 model: $(MODEL)/config.json model-gguf
 
-demo: setup engine model
+# the two engine environments are independent: the llama.cpp compile (the longest part of a
+# fresh demo) overlaps the vLLM install (mostly downloads)
+engines: setup
+	$(MAKE) -j2 engine llamacpp
+
+demo: engines model
 	$(VENV)/bin/benchlib run params/demo.yaml
 
 # headless (prints the URL with its token), --allow-root when run as root (GPU containers);
@@ -92,7 +97,7 @@ integration: setup
 e2e: setup engine model
 	$(VENV)/bin/pytest -q tests/e2e
 
-test: setup engine llamacpp model lint
+test: engines model lint
 	BENCHLIB_ENGINE_PYTHON=$(CURDIR)/$(ENGINE)/bin/python BENCHLIB_TINY_MODEL=$(CURDIR)/$(MODEL) \
 	BENCHLIB_LLAMA_SERVER=$(CURDIR)/$(LLAMACPP)/bin/llama-server \
 	BENCHLIB_TINY_GGUF=$(CURDIR)/$(GGUF) \
