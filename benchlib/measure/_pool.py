@@ -93,8 +93,8 @@ class ConnectionPool:
             if self.server_closes is None and idle < CLOSE_GRACE_S:
                 await asyncio.sleep(CLOSE_GRACE_S - idle)  # a closing server's FIN is due
             if conn.hung_up():
-                if idle < MAX_IDLE_S / 2:  # not an idle timeout: it closes after responses
-                    self.server_closes = True
+                if conn.last_ok and idle < MAX_IDLE_S / 2:  # not a fault, not idleness:
+                    self.server_closes = True  # it closes after every response
                 conn.close()
                 continue
             if self.server_closes is None:
@@ -104,10 +104,11 @@ class ConnectionPool:
             return conn
         return await self._connect()
 
-    def closed_before_response(self, reused: bool) -> None:
-        """A request's connection was closed before any response byte: when it was a reused
-        one, the server closes connections after responses; reuse stops."""
-        if reused:
+    def closed_before_response(self, conn: Connection) -> None:
+        """A request's connection was closed before any response byte: when it was reused
+        right after a whole, successful response, the server closes connections after
+        responses; reuse stops."""
+        if conn.reused and conn.last_ok and self.server_closes is None:
             self.server_closes = True
 
     def release(self, conn: Connection) -> None:

@@ -23,7 +23,7 @@ def test_llama_server_command_line() -> None:
     model = ModelSpec(id="tiny", format="gguf")
     plan = plan_launch(spec, model, Path("/m/tiny-f16.gguf"))
     assert plan.argv == ["/e/llama-server", "-m", "/m/tiny-f16.gguf", "--alias", "tiny",
-                         "--host", "127.0.0.1", "--port", "8124", "-c", "2048", "--metrics",
+                         "--host", "127.0.0.1", "--port", "8124", "-c", "4096", "--metrics",
                          "-lv", "4", "-np", "2"]
     assert plan.ready_url == "http://127.0.0.1:8124/health"
 

@@ -34,7 +34,7 @@ def test_demo_and_good_recipes_pass(tmp_path: Path) -> None:
                            "--check"], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert check(tmp_path, GOOD).returncode == 0
-    assert load_recipe(REPO / "params" / "demo.yaml").scenarios[0].prompts_at(2) == 32
+    assert load_recipe(REPO / "params" / "demo.yaml").scenarios[0].prompts_at(1) == 8
 
 
 @pytest.mark.parametrize("text,expected", [
