@@ -109,11 +109,6 @@ class Connection:
         self.closed = False
         #: when this connection last went idle (perf_counter seconds)
         self.idle_since = time.perf_counter()
-        #: it carried an earlier request (the pool sets it when it hands it out again)
-        self.reused = False
-        #: its last request ended as a whole, successful response (the load generator sets
-        #: it): a server that closes such a connection at once closes after every response
-        self.last_ok = False
 
     @classmethod
     async def open(cls, endpoint: Endpoint, timeout: float,

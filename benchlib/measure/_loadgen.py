@@ -93,9 +93,6 @@ async def _one(pool: ConnectionPool, target: str, headers: list[tuple[str, str]]
     except TimeoutError:
         capture.error = f"request timed out after {timeout:g} s"
     finally:
-        if capture.error and capture.status is None and "before responding" in capture.error:
-            pool.closed_before_response(conn)
-        conn.last_ok = not capture.error and capture.status == 200
         pool.release(conn)
     if not capture.end_ns:
         capture.end_ns = time.perf_counter_ns()

@@ -13,18 +13,12 @@ import time
 from benchlib.measure._connection import Connection
 from benchlib.measure._endpoint import Address, Endpoint, resolve
 
-__all__ = ["CLOSE_GRACE_S", "CONNECT_CONCURRENCY", "KEEPALIVE_PROOFS", "MAX_IDLE_S",
-           "ConnectionPool"]
+__all__ = ["CONNECT_CONCURRENCY", "MAX_IDLE_S", "ConnectionPool"]
 
 #: handshakes in flight at once while a pool opens
 CONNECT_CONCURRENCY = 128
 #: idle keep-alive connections older than this are replaced (uvicorn closes them at 5 s)
 MAX_IDLE_S = 4.0
-#: until the pool knows whether the server keeps connections open after a response, a
-#: connection is reused only once it has been idle this long and is still open
-CLOSE_GRACE_S = 0.002
-#: reuses that found the connection still open before the pool trusts the server's keep-alive
-KEEPALIVE_PROOFS = 3
 
 
 class ConnectionPool:
@@ -42,10 +36,6 @@ class ConnectionPool:
         self._idle: list[Connection] = []
         self._addrs: list[Address] | None = None
         self._connecting: asyncio.Semaphore | None = None
-        #: None: not known yet; True: the server closes a connection after each response
-        #: (llama-server does, though its headers say keep-alive); False: it keeps them
-        self.server_closes: bool | None = None
-        self._proofs = 0
 
     async def open(self) -> None:
         """Open ``size`` connections now, so no request pays for a handshake.
@@ -76,43 +66,19 @@ class ConnectionPool:
 
         A connection idle for :data:`MAX_IDLE_S` or more is replaced, not reused: servers
         close idle keep-alive connections (uvicorn, under vLLM and SGLang, after 5 s), and one
-        that closes just as a request goes out fails that request "before responding". Some
-        servers close every connection right after a streamed response although their
-        headers say keep-alive (llama-server: cpp-httplib ends a chunked stream by closing):
-        until :data:`KEEPALIVE_PROOFS` reuses found the connection still open, a connection
-        is reused only after :data:`CLOSE_GRACE_S` of idleness, and a server caught closing
-        gets a new connection per request from then on. Every wait and connect happens
-        before the request's clock starts.
+        that closes just as a request goes out fails that request "before responding". The
+        new connect happens before the request's clock starts.
         """
+        now = time.perf_counter()
         while self._idle:
             conn = self._idle.pop()
-            idle = time.perf_counter() - conn.idle_since
-            if not conn.reusable or idle >= MAX_IDLE_S:
-                conn.close()
-                continue
-            if self.server_closes is None and idle < CLOSE_GRACE_S:
-                await asyncio.sleep(CLOSE_GRACE_S - idle)  # a closing server's FIN is due
-            if conn.hung_up():
-                if conn.last_ok and idle < MAX_IDLE_S / 2:  # not a fault, not idleness:
-                    self.server_closes = True  # it closes after every response
-                conn.close()
-                continue
-            if self.server_closes is None:
-                self._proofs += 1
-                self.server_closes = False if self._proofs >= KEEPALIVE_PROOFS else None
-            conn.reused = True
-            return conn
+            if conn.reusable and now - conn.idle_since < MAX_IDLE_S and not conn.hung_up():
+                return conn
+            conn.close()
         return await self._connect()
 
-    def closed_before_response(self, conn: Connection) -> None:
-        """A request's connection was closed before any response byte: when it was reused
-        right after a whole, successful response, the server closes connections after
-        responses; reuse stops."""
-        if conn.reused and conn.last_ok and self.server_closes is None:
-            self.server_closes = True
-
     def release(self, conn: Connection) -> None:
-        if conn.reusable and not self.server_closes:
+        if conn.reusable:
             conn.idle_since = time.perf_counter()
             self._idle.append(conn)
         else:

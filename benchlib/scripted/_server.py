@@ -43,7 +43,6 @@ from typing import IO, Any
 
 import h11
 
-from benchlib._wire import enable_rx_timestamps
 from benchlib.scripted._config import FaultKind, ScriptConfig
 from benchlib.scripted._peer import Hangup as _Hangup
 from benchlib.scripted._peer import Peer as _Peer
@@ -108,9 +107,6 @@ class ScriptedServer:
         raise_open_file_limit(1 << 16)
         lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        # set on the listener, the stamping is inherited by every accepted socket: a request
-        # that arrives on a fresh connection before accept() returns is stamped too
-        enable_rx_timestamps(lsock)
         lsock.bind((host, port))
         lsock.listen(4096)
         lsock.setblocking(False)
