@@ -196,13 +196,16 @@ def _interruptible() -> Iterator[None]:
 
 
 def _run_steps(recipe: Recipe, folder: RunFolder, steps: list[Step[Any]], resumed: bool,
-               log: Callable[[str], None], gate: Callable[[RunFacts], None] | None = None
-               ) -> dict[str, str]:
+               log: Callable[[str], None], gate: Callable[[RunFacts], None] | None = None,
+               state: RunState | None = None) -> dict[str, str]:
     """``steps`` of ``recipe`` in ``folder`` (done ones skipped on resume); the engine
-    stopped, the folder scrubbed and its ``run.json`` written whatever happens."""
-    snapshot = portable_recipe(recipe, kit_root()).model_dump_json(indent=2) + "\n"
-    state = folder.read_state() if resumed else None
+    stopped, the folder scrubbed and its ``run.json`` written whatever happens. ``state``:
+    the run folder's own, already started; else (a variant's folder) it is read on resume
+    or the folder is started here."""
+    if state is None and resumed:
+        state = folder.read_state()
     if state is None:
+        snapshot = portable_recipe(recipe, kit_root()).model_dump_json(indent=2) + "\n"
         state = RunState(recipe_sha256=hashlib.sha256(snapshot.encode()).hexdigest(),
                          finished=False)
         folder.start(snapshot, state)
@@ -273,7 +276,7 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
     with _interruptible():
         try:
             if not recipe.variants:
-                statuses.update(_run_steps(recipe, folder, steps, resumed, log))
+                statuses.update(_run_steps(recipe, folder, steps, resumed, log, state=state))
             else:
                 reference: dict[str, Any] = {}
                 per_variant = [s for s in steps if s.scope == "variant"]
@@ -286,7 +289,7 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
                     statuses.update({f"{name}/{k}": v for k, v in done.items()})
                 statuses.update(_run_steps(recipe, folder, [s for s in steps
                                                             if s.scope == "run"],
-                                           resumed, log))
+                                           resumed, log, state=state))
             completed = True
         finally:
             folder.write_state(state.model_copy(update={

@@ -27,10 +27,9 @@ VARIANT_COLUMNS = ["variant", "engine", "speculative", "scenario", "concurrency"
                    "kv_cache_usage_peak", "preemptions", "caveats"]
 
 
-def _baseline(recipe: Recipe, name: str) -> str | None:
+def _baseline(variants: dict[str, Recipe], name: str) -> str | None:
     """The variant a speculating variant's speedup is taken over: the first one with the
     same engine kind and model and speculation off."""
-    variants = dict(recipe.variant_recipes())
     mine = variants[name]
     if not mine.engine.speculative.on:
         return None
@@ -58,6 +57,7 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
     run = RunFolder(path=Path(run_dir))
     pairs = recipe.variant_recipes()
     notes = caveats(pairs, recipe.compare.differences)
+    by_name = dict(pairs)
     rows: list[dict[str, Any]] = []
     for name, variant in pairs:
         folder = run.variant(name)
@@ -78,7 +78,7 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
                 "server_mean_acceptance_length": spec.get("mean_acceptance_length"),
                 "spec_reconciled": spec.get("reconciled"),
                 "planned_kv_tokens": kv_tokens, "planned_max_concurrency": max_conc,
-                "speedup_over": _baseline(recipe, name),
+                "speedup_over": _baseline(by_name, name),
                 "caveats": "; ".join(notes.get(name, []))})
     table = pd.DataFrame(rows, columns=VARIANT_COLUMNS)
     for i, row in table.iterrows():
