@@ -39,8 +39,9 @@ def register(sub: Any) -> None:
                    help="text size of the huge-chunk fault's chunk (default 4 MiB)")
     p.add_argument("--idle-timeout", type=float, default=None, metavar="S",
                    help="close keep-alive connections idle for S seconds (uvicorn: 5)")
-    p.add_argument("--close-after-stream", action="store_true",
-                   help="close every connection after a streamed response (as llama-server)")
+    p.add_argument("--close-after-stream", type=float, nargs="?", const=0.0, default=None,
+                   metavar="MS", help="close every connection MS ms (default 0) after a "
+                   "streamed response, as llama-server does at once")
     p.add_argument("--crash-above-prompt-chars", type=int, default=None, metavar="N",
                    help="exit the server (a simulated engine crash) on a prompt over N chars")
     p.set_defaults(func=run)
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                            reasoning_field=args.reasoning_field, usage=not args.no_usage,
                            faults=tuple(faults), huge_chunk_bytes=args.huge_chunk_bytes,
                            idle_timeout_s=args.idle_timeout,
-                           close_after_stream=args.close_after_stream,
+                           close_after_stream_ms=args.close_after_stream,
                            crash_above_prompt_chars=args.crash_above_prompt_chars)
     except ValidationError as exc:
         raise UsageError("scripted-server", validation_message(exc, flags=True)) from None

@@ -109,6 +109,11 @@ class Connection:
         self.closed = False
         #: when this connection last went idle (perf_counter seconds)
         self.idle_since = time.perf_counter()
+        #: requests sent on it so far (the one in flight included)
+        self.served = 0
+        #: its last request ended as a whole, successful response (the load generator sets
+        #: it): a server that closes such a connection at once closes after every response
+        self.last_ok = False
 
     @classmethod
     async def open(cls, endpoint: Endpoint, timeout: float,
@@ -167,6 +172,7 @@ class Connection:
         Cancellation (a request timeout) closes the connection: a half-read response cannot be
         reused.
         """
+        self.served += 1
         conn = self._h11
         wire = conn.send(h11.Request(method=method, target=target, headers=headers))
         wire += conn.send(h11.Data(data=body))

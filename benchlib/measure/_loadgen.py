@@ -93,6 +93,9 @@ async def _one(pool: ConnectionPool, target: str, headers: list[tuple[str, str]]
     except TimeoutError:
         capture.error = f"request timed out after {timeout:g} s"
     finally:
+        if capture.error and capture.status is None and "before responding" in capture.error:
+            pool.closed_before_response(conn)
+        conn.last_ok = not capture.error and capture.status == 200
         pool.release(conn)
     if not capture.end_ns:
         capture.end_ns = time.perf_counter_ns()
@@ -148,6 +151,7 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
                                plan.request_timeout)
 
             await asyncio.gather(*(warm(b) for b in warmup_bodies))
+            await pool.settle()
         if on_warmed is not None:  # e.g. a server-metrics baseline that leaves warmups out
             on_warmed()
 

