@@ -47,8 +47,9 @@ $(ENGINE)/.ok:
 
 engine: $(ENGINE)/.ok
 
-$(LLAMACPP)/.ok: | $(VENV)/.ok
-	$(VENV)/bin/python tools/build_llamacpp.py --out $(LLAMACPP) --version $(LLAMACPP_VERSION) \
+# stdlib only, run by the system interpreter: the compile starts at once, beside the venv
+$(LLAMACPP)/.ok:
+	$(PYTHON) tools/build_llamacpp.py --out $(LLAMACPP) --version $(LLAMACPP_VERSION) \
 		--backend $(LLAMACPP_BACKEND)
 	touch $@
 
@@ -69,10 +70,10 @@ model-gguf: $(GGUF)/.ok
 
 model: $(MODEL)/config.json model-gguf
 
-# the two engine environments are independent: the llama.cpp compile (the longest part of a
-# fresh demo) overlaps the vLLM install (mostly downloads)
-engines: setup
-	$(MAKE) -j2 engine llamacpp
+# the llama.cpp compile (the longest part of a fresh demo) starts first and overlaps the venv,
+# the vLLM install (mostly downloads) and the tiny model
+engines:
+	$(MAKE) -j3 llamacpp setup engine $(MODEL)/config.json
 
 demo: engines model
 	$(VENV)/bin/benchlib run params/demo.yaml
