@@ -47,8 +47,15 @@ $(ENGINE)/.ok:
 
 engine: $(ENGINE)/.ok
 
-# stdlib only, run by the system interpreter: the compile starts at once, beside the venv
-$(LLAMACPP)/.ok:
+# stdlib only, run by the system interpreter: the compile starts at once, beside the venv.
+# The converter comes first (download and extract, seconds), so the GGUF conversion need not
+# wait for the compile.
+$(LLAMACPP)/.converter:
+	$(PYTHON) tools/build_llamacpp.py --out $(LLAMACPP) --version $(LLAMACPP_VERSION) \
+		--converter-only
+	touch $@
+
+$(LLAMACPP)/.ok: $(LLAMACPP)/.converter
 	$(PYTHON) tools/build_llamacpp.py --out $(LLAMACPP) --version $(LLAMACPP_VERSION) \
 		--backend $(LLAMACPP_BACKEND)
 	touch $@
@@ -61,7 +68,7 @@ $(MODEL)/config.json: $(VENV)/.ok
 # the same weights as GGUF, with llama.cpp's own converter (from the llama.cpp tree of
 # make llamacpp); it needs torch, which the vLLM CPU engine's interpreter has. F16: the target
 # llama.cpp serves; Q8_0: its draft model for speculative decoding.
-$(GGUF)/.ok: $(MODEL)/config.json | $(LLAMACPP)/.ok $(ENGINE)/.ok
+$(GGUF)/.ok: $(MODEL)/config.json | $(LLAMACPP)/.converter $(ENGINE)/.ok
 	$(VENV)/bin/benchlib tiny-gguf --model $(MODEL) --out $(GGUF) --llamacpp $(LLAMACPP) \
 		--python $(ENGINE)/bin/python
 	touch $@
@@ -71,9 +78,9 @@ model-gguf: $(GGUF)/.ok
 model: $(MODEL)/config.json model-gguf
 
 # the llama.cpp compile (the longest part of a fresh demo) starts first and overlaps the venv,
-# the vLLM install (mostly downloads) and the tiny model
+# the vLLM install (mostly downloads), the tiny model and its GGUF conversion
 engines:
-	$(MAKE) -j3 llamacpp setup engine $(MODEL)/config.json
+	$(MAKE) -j3 llamacpp setup engine model-gguf
 
 demo: engines model
 	$(VENV)/bin/benchlib run params/demo.yaml

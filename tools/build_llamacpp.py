@@ -12,14 +12,16 @@ Steps:
    an offline GPU machine).
 2. Extract only what ``llama-server`` and the GGUF converter need (``vendor/llama.cpp``
    without docs, test vocabularies, benches …) and read the llama.cpp commit from the
-   sdist's ``.git/modules/vendor/llama.cpp/HEAD``.
+   sdist's ``.git/modules/vendor/llama.cpp/HEAD``; copy ``gguf-py``, ``conversion`` and
+   ``convert_hf_to_gguf.py`` (the converter of the same tree) into the output folder.
+   ``--converter-only`` stops here and keeps the tree (``work/SOURCE.json``): ``make`` converts
+   the tiny model to GGUF while a second run, reusing the tree, compiles.
 3. ``cmake -G Ninja`` with the server alone: no tests, examples, unified app or web UI, no
    OpenSSL, no curl; static libraries so the one binary is self-contained; the build number
    and commit passed in, so ``llama-server --version`` says which llama.cpp it is (the
    sdist's git clone is shallow: git would count 1 commit).
-4. ``cmake --build --target llama-server``; copy ``bin/llama-server``, ``gguf-py``,
-   ``conversion`` and ``convert_hf_to_gguf.py`` (the converter of the same tree) into the
-   output folder; write ``BUILD.json`` (commit, build number, sdist version, backend, the
+4. ``cmake --build --target llama-server``; copy ``bin/llama-server`` into the output
+   folder; write ``BUILD.json`` (commit, build number, sdist version, backend, the
    flags, seconds per phase and ``llama-server --version``); remove the work folder.
 
 Backend: ``cuda`` when ``nvcc`` is on PATH *and* a GPU is visible (``nvidia-smi -L`` lists
@@ -139,6 +141,41 @@ def version_line(exe: Path) -> str:
     return (done.stdout + done.stderr).strip()
 
 
+def source_tree(version: str, sdist: Path | None, work: Path
+                ) -> tuple[Path, str, dict[str, float], bool]:
+    """The extracted llama.cpp tree, its commit, the seconds it took and whether it was kept:
+    the one a ``--converter-only`` run left in ``work`` (``SOURCE.json`` says which sdist),
+    else a new download and extract."""
+    marker = work / "SOURCE.json"
+    if marker.is_file():
+        kept = json.loads(marker.read_text())
+        if kept.get("version") == version and Path(kept["tree"]).is_dir():
+            log(f"llama.cpp tree of llama-cpp-python {version} kept from an earlier run")
+            return Path(kept["tree"]), str(kept["commit"]), dict(kept["seconds"]), True
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    seconds: dict[str, float] = {}
+    t0 = time.monotonic()
+    tarball = sdist.resolve() if sdist else download_sdist(version, work)
+    seconds["download"] = round(time.monotonic() - t0, 1)
+    t0 = time.monotonic()
+    tree, commit = extract(tarball, work)
+    seconds["extract"] = round(time.monotonic() - t0, 1)
+    marker.write_text(json.dumps({"version": version, "tree": str(tree), "commit": commit,
+                                  "seconds": seconds}) + "\n")
+    return tree, commit, seconds, False
+
+
+def install_converter(tree: Path, out: Path) -> None:
+    """``convert_hf_to_gguf.py`` with its ``gguf-py`` and ``conversion`` into ``out``: the
+    converter of the same tree the server is built from (usable before the compile ends)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("gguf-py", "conversion"):
+        shutil.rmtree(out / name, ignore_errors=True)
+        shutil.copytree(tree / name, out / name)
+    shutil.copy2(tree / "convert_hf_to_gguf.py", out / "convert_hf_to_gguf.py")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path(".engines/llamacpp"))
@@ -148,18 +185,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cuda-arch", default="native", help="CMAKE_CUDA_ARCHITECTURES")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--keep-work", action="store_true", help="keep the source and build tree")
+    p.add_argument("--converter-only", action="store_true",
+                   help="only fetch the tree and install the GGUF converter (its work folder "
+                        "is kept, and a later full build compiles from it)")
     args = p.parse_args(argv)
     out: Path = args.out.resolve()
     work = out / "work"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    seconds: dict[str, float] = {}
-    t0 = time.monotonic()
-    sdist = args.sdist.resolve() if args.sdist else download_sdist(args.version, work)
-    seconds["download"] = round(time.monotonic() - t0, 1)
-    t0 = time.monotonic()
-    tree, commit = extract(sdist, work)
-    seconds["extract"] = round(time.monotonic() - t0, 1)
+    tree, commit, seconds, kept = source_tree(args.version, args.sdist, work)
+    if not kept:  # a kept tree's converter is in place already, maybe converting right now
+        install_converter(tree, out)
+    if args.converter_only:
+        log(f"converter of llama.cpp {commit[:9]}: {out / 'convert_hf_to_gguf.py'}")
+        return 0
     build_number = KNOWN_BUILD_NUMBERS.get(commit)
     backend = choose_backend(args.backend)
     flags = [*CMAKE_FLAGS, f"-DLLAMA_BUILD_NUMBER={build_number or 0}",
@@ -186,10 +223,6 @@ def main(argv: list[str] | None = None) -> int:
     (out / "bin").mkdir(exist_ok=True)
     exe = out / "bin" / "llama-server"
     shutil.copy2(build / "bin" / "llama-server", exe)
-    for name in ("gguf-py", "conversion"):
-        shutil.rmtree(out / name, ignore_errors=True)
-        shutil.copytree(tree / name, out / name)
-    shutil.copy2(tree / "convert_hf_to_gguf.py", out / "convert_hf_to_gguf.py")
     record: dict[str, Any] = {
         "commit": commit, "build_number": build_number,
         "build_number_source": ("upstream release tag (not in the sdist)" if build_number

@@ -51,7 +51,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory
     if not Path(python).exists() or not (Path(model) / "config.json").is_file():
         pytest.fail(f"engine python {python} or tiny model {model} is missing")
     spec = EngineSpec(kind="vllm", python=Path(python),
-                      args=["--dtype", "bfloat16", "--speculative-config",
+                      args=["--dtype", "bfloat16", "-O0", "--speculative-config",
                             json.dumps(SPEC_CONFIG)],
                       env={"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "0"},
                       max_model_len=2048)

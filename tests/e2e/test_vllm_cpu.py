@@ -30,7 +30,7 @@ def engine(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         if os.environ.get("BENCHLIB_ENGINE_PYTHON"):
             pytest.fail(f"engine python {ENGINE_PYTHON} is missing (make engine)")
         pytest.skip("no vLLM CPU environment; run `make engine`")
-    spec = EngineSpec(kind="vllm", python=ENGINE_PYTHON, args=["--dtype", "bfloat16"],
+    spec = EngineSpec(kind="vllm", python=ENGINE_PYTHON, args=["--dtype", "bfloat16", "-O0"],
                       env={"VLLM_CPU_KVCACHE_SPACE": "1",
                            # one core for the engine's spinning OpenMP threads, one for the
                            # client: else the client is starved and says client_bound

@@ -1,0 +1,64 @@
+"""tools/build_llamacpp.py's source half, on a small sdist-shaped tarball: the converter is
+installed from the extracted tree before any compile, and a later full build takes the same
+tree (no second download) without touching the converter a GGUF conversion may be using."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import sys
+import tarfile
+from pathlib import Path
+from types import ModuleType
+
+REPO = Path(__file__).resolve().parents[2]
+COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+
+
+def _tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("build_llamacpp",
+                                                  REPO / "tools" / "build_llamacpp.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["build_llamacpp"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _sdist(path: Path) -> Path:
+    files = {".git/modules/vendor/llama.cpp/HEAD": COMMIT + "\n",
+             "vendor/llama.cpp/convert_hf_to_gguf.py": "print('convert')\n",
+             "vendor/llama.cpp/gguf-py/gguf/__init__.py": "",
+             "vendor/llama.cpp/conversion/__init__.py": "",
+             "vendor/llama.cpp/src/llama.cpp": "// source\n",
+             "vendor/llama.cpp/docs/ops/huge.md": "left out\n"}
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"llama_cpp_python-0.3.36/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_converter_only_then_the_build_reuses_the_tree(tmp_path: Path) -> None:
+    tool = _tool()
+    sdist, out = _sdist(tmp_path / "llama_cpp_python-0.3.36.tar.gz"), tmp_path / "out"
+    assert tool.main(["--out", str(out), "--sdist", str(sdist), "--converter-only"]) == 0
+    assert (out / "convert_hf_to_gguf.py").is_file() and (out / "gguf-py" / "gguf").is_dir()
+    tree = out / "work" / "llama.cpp"
+    assert (tree / "src" / "llama.cpp").is_file() and not (tree / "docs").exists()
+    marker = out / "gguf-py" / "in-use"
+    marker.write_text("a conversion is reading this folder")
+    sdist.unlink()  # a second download or extract would fail now
+    kept_tree, commit, seconds, kept = tool.source_tree("0.3.36", sdist, out / "work")
+    assert (kept_tree, commit, kept) == (tree, COMMIT, True) and "download" in seconds
+    assert marker.is_file()
+
+
+def test_another_version_is_fetched_again(tmp_path: Path) -> None:
+    tool = _tool()
+    sdist, out = _sdist(tmp_path / "llama_cpp_python-0.3.36.tar.gz"), tmp_path / "out"
+    tool.main(["--out", str(out), "--sdist", str(sdist), "--converter-only"])
+    _, _, _, kept = tool.source_tree("0.3.35", sdist, out / "work")
+    assert kept is False
