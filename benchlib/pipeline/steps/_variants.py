@@ -1,6 +1,7 @@
 """A comparison run's variants side by side, as seed 003 reports them: startup time, TTFT,
 TPOT, tokens per chunk against the server's own acceptance, the speedup over the same
-engine without speculation, and every declared difference as a caveat on every row; and
+engine without speculation, every declared difference as a caveat on every row (and a
+row's own timing caveats: bursts, a client that read late); and
 the Pareto view (total against per-user tokens/s) of all variants in one chart."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from benchlib.recipe import Recipe, caveats
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["VARIANT_COLUMNS", "variants_figure", "variants_table"]
+__all__ = ["VARIANT_COLUMNS", "timing_caveats", "variants_figure", "variants_table"]
 
 VARIANT_COLUMNS = ["variant", "engine", "speculative", "scenario", "concurrency", "completed",
                    "failed", "startup_s", "median_ttft_ms", "median_tpot_ms", "per_user_tok_s",
@@ -35,6 +36,20 @@ def _baseline(variants: dict[str, Recipe], name: str) -> str | None:
         return None
     return next((n for n, r in variants.items() if not r.engine.speculative.on
                  and r.engine.kind == mine.engine.kind and r.model.id == mine.model.id), None)
+
+
+def timing_caveats(row: Any) -> list[str]:
+    """What a row's timing block says about its TTFT and TPOT, as caveats: streams that
+    arrived in bursts (then TTFT and TPOT are bounds, not stamps) and a client that read
+    late; empty when every stream was read as it arrived."""
+    notes = []
+    buffered, completed = row.get("buffered_streams"), row.get("completed")
+    if buffered:
+        notes.append(f"{int(buffered)} of {int(completed or 0)} streams arrived in bursts "
+                     "(TTFT, TPOT are bounds)")
+    if row.get("client_bound") is True:
+        notes.append("client_bound (reads lagged > 1 ms: the client shared the CPU)")
+    return notes
 
 
 def _server_spec(record: dict[str, Any]) -> dict[str, Any]:
@@ -79,7 +94,7 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
                 "spec_reconciled": spec.get("reconciled"),
                 "planned_kv_tokens": kv_tokens, "planned_max_concurrency": max_conc,
                 "speedup_over": _baseline(by_name, name),
-                "caveats": "; ".join(notes.get(name, []))})
+                "caveats": "; ".join([*notes.get(name, []), *timing_caveats(row)])})
     table = pd.DataFrame(rows, columns=VARIANT_COLUMNS)
     for i, row in table.iterrows():
         if not row["speedup_over"]:

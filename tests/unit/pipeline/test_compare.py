@@ -57,3 +57,13 @@ def test_compare_names_a_folder_without_a_measure_sidecar(tmp_path: Path) -> Non
     with pytest.raises(UsageError) as info:
         compare_runs([tmp_path])
     assert info.value.field == "compare.runs" and info.value.exit_code == 2
+
+
+def test_a_row_whose_streams_came_in_bursts_says_its_times_are_bounds() -> None:
+    from benchlib.pipeline.steps._variants import timing_caveats
+
+    assert timing_caveats({"buffered_streams": 0, "completed": 4, "client_bound": False}) == []
+    notes = timing_caveats({"buffered_streams": 2, "completed": 2, "client_bound": True})
+    assert notes[0] == "2 of 2 streams arrived in bursts (TTFT, TPOT are bounds)"
+    assert notes[1].startswith("client_bound")
+    assert timing_caveats({"buffered_streams": None, "client_bound": None}) == []
