@@ -20,6 +20,8 @@ Outside the hierarchy, never raised to a caller::
     _Ambiguous ................ -  a flag abbreviation matches several flags (benchlib.engines)
     _BadStatus ................ -  a /metrics scrape answered, not 200: a recorded fault
                                    (benchlib.measure)
+    Malformed ................. -  a file that looks like a known format but cannot be
+                                   read: a UsageError naming the file (benchlib.importers)
 
 A Ctrl-C (``KeyboardInterrupt``) exits with 130. Pydantic's ``ValidationError`` never
 escapes: :func:`validation_problems` and :func:`validation_message` turn it into the key
