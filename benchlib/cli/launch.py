@@ -1,5 +1,9 @@
 """``benchlib launch PARAMS``: start a recipe's engine and keep it up until Ctrl-C
-(``--dry-run``: print the exact command line and start nothing).
+(``--dry-run``: print the exact command line and start nothing). A recipe with variants
+starts one of them (``--variant NAME``, default the first); ``--dry-run`` prints every
+variant's command, each checked, so a seed recipe's whole comparison can be read at once.
+``--engine-python`` checks and prints with another interpreter's engine (a CPU build of the
+same engine, say, to check a GPU recipe's flags on a laptop).
 
 Before either, ``engine.args`` are checked against the engine's own parser (one line on
 stderr says against what; a bad flag exits with code 2 naming it), so a typo costs a second,
@@ -28,10 +32,16 @@ def register(sub: Any) -> None:
     p.add_argument("--log", type=Path, default=Path("engine.log"))
     p.add_argument("--no-check-args", action="store_true",
                    help="do not check engine.args against the engine's own parser first")
+    p.add_argument("--variant", default=None,
+                   help="the variant to start (default: the first); --dry-run prints all")
+    p.add_argument("--engine-python", type=Path, default=None,
+                   help="use this interpreter's engine (vLLM, SGLang) for every variant "
+                        "that runs one in Python: check and print against it")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from benchlib._exceptions import UsageError
     from benchlib._secrets import env_secret, recipe_secrets, scrub_file
     from benchlib.engines import (
         EngineError,
@@ -44,17 +54,27 @@ def run(args: argparse.Namespace) -> int:
     from benchlib.recipe import load_recipe, resolve_paths
 
     recipe = resolve_paths(load_recipe(args.params), Path.cwd())
-    model_path = recipe.model.local_path or Path(recipe.model.id)
-    plan = plan_launch(recipe.engine, recipe.model, model_path)
-    if plan.kind == "endpoint":
-        print(f"endpoint: nothing to start; the recipe uses {plan.base_url}")
+    pairs = [(name, _with_python(r, args.engine_python)) for name, r in recipe.variant_recipes()]
+    names = [name for name, _ in pairs]
+    if args.variant is not None and args.variant not in names:
+        raise UsageError("--variant", f"no variant {args.variant!r}; the recipe has "
+                         f"{', '.join(n for n in names if n) or 'none'}")
+    chosen = [(n, r) for n, r in pairs if (args.dry_run and args.variant is None)
+              or n == (args.variant or names[0])]
+    for name, sub in chosen:
+        plan = plan_launch(sub.engine, sub.model, sub.model.local_path or Path(sub.model.id))
+        if name and len(pairs) > 1:
+            print(f"# variant {name}: {sub.engine.kind} {sub.engine.version or ''}".rstrip())
+        if plan.kind == "endpoint":
+            print(f"endpoint: nothing to start; the recipe uses {plan.base_url}")
+            continue
+        if not args.no_check_args:
+            print(check_engine_args(sub.engine).summary, file=sys.stderr, flush=True)
+        env = " ".join(f"{k}={v}" for k, v in redact_env(plan.env).items())
+        print((env + " " if env else "") + plan.recorded_command, flush=True)
+    if args.dry_run or plan.kind == "endpoint":
         return 0
-    if not args.no_check_args:
-        print(check_engine_args(recipe.engine).summary, file=sys.stderr, flush=True)
-    env = " ".join(f"{k}={v}" for k, v in redact_env(plan.env).items())
-    print((env + " " if env else "") + plan.recorded_command)
-    if args.dry_run:
-        return 0
+    recipe = sub
     api_key = env_secret(recipe.engine.api_key_env)
     secrets = recipe_secrets(recipe)
     engine = EngineProcess(plan.resolved_argv(), log_path=args.log, ready_url=plan.ready_url,
@@ -74,3 +94,11 @@ def run(args: argparse.Namespace) -> int:
     if code:
         raise EngineError(f"the engine exited with code {code}; log {args.log}")
     return 0
+
+
+def _with_python(recipe: Any, python: Path | None) -> Any:
+    """``recipe`` with its engine's interpreter replaced, where it runs one (vLLM, SGLang)."""
+    if python is None or recipe.engine.kind not in ("vllm", "sglang"):
+        return recipe
+    return recipe.model_copy(update={"engine": recipe.engine.model_copy(
+        update={"python": Path(python).absolute()})})

@@ -26,7 +26,6 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchlib._exceptions import UsageError
 from benchlib._secrets import SECRET_FLAGS, expand_env, is_secret_name
 from benchlib.engines._speculative import speculative_args
 from benchlib.recipe import EngineSpec, ModelSpec
@@ -89,10 +88,9 @@ def redact_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def _python(engine: EngineSpec) -> str:
-    if engine.python is None:
-        raise UsageError("engine.python", f"{engine.kind} needs the interpreter of its "
-                         "environment (for example .engines/vllm-cpu/bin/python)")
-    return str(engine.python)
+    """The engine's interpreter: ``engine.python``, else ``python3`` on PATH (the activated
+    environment of the machine a recipe was written for, as the seeds' own commands)."""
+    return "python3" if engine.python is None else str(engine.python)
 
 
 def _slots(args: list[str]) -> int:

@@ -229,7 +229,7 @@ def _kit_argv(engine: EngineSpec) -> tuple[list[str], int]:
     are the speculative setting's."""
     bare = engine.model_copy(update={"args": []})
     argv = plan_launch(bare, ModelSpec(id="model"), Path("MODEL"), port=8000).argv
-    start = 3 if engine.python is not None and argv[0] == str(engine.python) else 1
+    start = 3 if len(argv) > 2 and argv[1] == "-m" else 1  # python -m module, or a binary
     return argv[start:], len(speculative_args(engine))
 
 

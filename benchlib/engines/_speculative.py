@@ -5,7 +5,12 @@ own flags.
   (the one flag vLLM ≥ 0.10 takes; ``--speculative-model`` / ``--num-speculative-tokens``
   are gone), ``options`` merged into the JSON (``prompt_lookup_max`` …).
 * SGLang: ``--speculative-algorithm`` (NGRAM, EAGLE, EAGLE3, …) with
-  ``--speculative-num-draft-tokens`` and ``--speculative-draft-model-path``.
+  ``--speculative-num-draft-tokens`` and ``--speculative-draft-model-path``; ``options``
+  become ``--speculative-key-with-dashes value`` (``num_steps: 3`` →
+  ``--speculative-num-steps 3``, seed 001's EAGLE settings). A model's own MTP layers are
+  SGLang's EAGLE algorithm with no draft path.
+* open-jet: ``-d k``, the MTP depth; off is ``-d 0`` (its default is depth 4, so "off" must be
+  said).
 * llama.cpp (build ≥ ~9000, where ``--draft-max`` became a stub that fails):
   ``--spec-type draft-simple --spec-draft-model FILE --spec-draft-n-max k`` for a draft model,
   ``ngram-simple`` (``--spec-ngram-simple-size-m k``), ``ngram-cache`` for lookup decoding,
@@ -31,13 +36,16 @@ _LLAMACPP_K = {"draft": "--spec-draft-n-max", "ngram": "--spec-ngram-simple-size
                "lookup": "--spec-draft-n-max", "eagle3": "--spec-draft-n-max",
                "mtp": "--spec-draft-n-max"}
 _VLLM = {"ngram": "ngram", "draft": "draft_model", "eagle": "eagle", "eagle3": "eagle3",
-         "mtp": "mtp", "suffix": "suffix"}
+         "mtp": "mtp", "suffix": "suffix", "dflash": "dflash"}
 
 
 def speculative_args(engine: EngineSpec) -> list[str]:
     """The flags that give ``engine`` its speculative setting; ``[]`` when it is off."""
     spec = engine.speculative
-    if not spec.on:
+    if engine.kind == "openjet":
+        if spec.method in ("off", "mtp") and not spec.options:
+            return ["-d", str(spec.k or 0)]
+    elif not spec.on:
         return []
     field = "engine.speculative.method"
     if engine.kind == "vllm" and spec.method in _VLLM:
@@ -54,6 +62,8 @@ def speculative_args(engine: EngineSpec) -> list[str]:
             out += ["--speculative-num-draft-tokens", str(spec.k)]
         if spec.draft_model is not None:
             out += ["--speculative-draft-model-path", str(spec.draft_model)]
+        for key, value in spec.options.items():
+            out += [f"--speculative-{key.replace('_', '-')}", str(value)]
         return out
     if engine.kind == "llamacpp" and spec.method in _LLAMACPP:
         out = ["--spec-type", _LLAMACPP[spec.method]]

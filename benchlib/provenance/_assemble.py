@@ -68,6 +68,10 @@ def capture_environment(recipe: Recipe, kit: Path) -> RunEnvironment:
         python=python_version())
 
 
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".")[:2] if p.isdigit())
+
+
 def hardware_mismatches(recipe: Recipe, env: RunEnvironment) -> list[str]:
     """Where the machine (and the engine's version) differ from what the recipe expects."""
     hw, info = recipe.hardware, env.hardware
@@ -84,6 +88,12 @@ def hardware_mismatches(recipe: Recipe, env: RunEnvironment) -> list[str]:
                 and abs(gpu.power_limit_w - hw.power_limit_w) > 1):
             out.append(f"GPU {gpu.index} power limit {gpu.power_limit_w} W, expected "
                        f"{hw.power_limit_w} W")
+    if hw.driver_version and info.driver_version and info.driver_version != hw.driver_version:
+        out.append(f"driver {info.driver_version}, expected {hw.driver_version}")
+    cuda = info.cuda_driver_version
+    if hw.cuda_version and cuda and _release(cuda) < _release(hw.cuda_version):
+        out.append(f"the driver's CUDA {cuda} is older than the CUDA {hw.cuda_version} the "
+                   "recipe was built with")
     pinned = recipe.engine.version
     if pinned and env.engine_version and env.engine_version != pinned:
         out.append(f"engine version {env.engine_version}, recipe pins {pinned}")

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 __all__ = ["METHODS", "SpecMethod", "Speculative"]
 
-SpecMethod = Literal["off", "ngram", "draft", "eagle", "eagle3", "mtp", "suffix", "lookup"]
+SpecMethod = Literal["off", "ngram", "draft", "eagle", "eagle3", "mtp", "suffix", "lookup",
+                     "dflash"]
 
 #: what each method means, and what it needs (checked at import against SpecMethod)
 METHODS: Mapping[str, str] = MappingProxyType({
@@ -30,10 +31,12 @@ METHODS: Mapping[str, str] = MappingProxyType({
     "mtp": "the model's own multi-token-prediction layers",
     "suffix": "suffix-tree lookup over the prompt and earlier outputs (vLLM)",
     "lookup": "llama.cpp's lookup decoding (n-gram cache)",
+    "dflash": "a DFlash / DFlash2 block-diffusion drafter (draft_model; vLLM ≥ 0.28, the "
+              "drafter's architecture picks the version)",
 })
 assert set(METHODS) == set(get_args(SpecMethod)), "METHODS must describe every SpecMethod"
 
-_NEEDS_MODEL = {"draft", "eagle", "eagle3"}
+_NEEDS_MODEL = {"draft", "eagle", "eagle3", "dflash"}
 
 
 class Speculative(BaseModel):
@@ -49,7 +52,8 @@ class Speculative(BaseModel):
                                      "eagle, eagle3): a folder or a GGUF file")
     options: dict[str, JsonValue] = Field(
         default_factory=dict, description="engine-specific extras, passed as they are "
-        "(vLLM: more --speculative-config keys, e.g. prompt_lookup_max)")
+        "(vLLM: more --speculative-config keys, e.g. prompt_lookup_max; SGLang: "
+        "--speculative-KEY flags, e.g. num_steps, eagle_topk; llama.cpp: --KEY flags)")
 
     @model_validator(mode="after")
     def _complete(self) -> Speculative:

@@ -42,9 +42,11 @@ def test_openjet_and_endpoint() -> None:
     assert ep.argv == [] and ep.base_url == "http://127.0.0.1:9"
 
 
-def test_missing_python_is_named() -> None:
-    with pytest.raises(UsageError, match=r"engine\.python"):
-        plan_launch(EngineSpec(kind="vllm"), MODEL, Path("/w/m"))
+def test_without_python_the_engine_runs_on_paths_python3() -> None:
+    """A recipe written for another machine (the seeds') runs the engine of the activated
+    environment there, as the seeds' own commands do."""
+    argv = plan_launch(EngineSpec(kind="vllm"), MODEL, Path("/w/m")).argv
+    assert argv[:3] == ["python3", "-m", "vllm.entrypoints.openai.api_server"]
 
 
 def test_secrets_redacted_and_expanded_late(monkeypatch: pytest.MonkeyPatch) -> None:

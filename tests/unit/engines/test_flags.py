@@ -324,9 +324,10 @@ def test_committed_sglang_and_openjet_sets(tmp_path: Path) -> None:
         with pytest.raises(UsageError, match=message):
             check_engine_args(sglang, args, cache=tmp_path)
     openjet = EngineSpec(kind="openjet", version="0.5.1", max_model_len=4096)
-    assert check_engine_args(openjet, ["--kv", "q8", "--lib", "/x.so", "-d", "3"],
+    assert check_engine_args(openjet, ["--kv", "q8", "--lib", "/x.so"],
                              cache=tmp_path).checked
     for args, message in [(["--kv", "q4"], "--kv q4: not one of auto, f16, q8"),
+                          (["-d", "3"], "-d is passed by the kit already"),
                           (["--ctx-size", "8"], "openjet-engine's is -c/--ctx"),
                           (["-c", "8"], r"-c is passed by the kit already \(as --ctx\)")]:
         with pytest.raises(UsageError, match=message):
@@ -381,8 +382,9 @@ def test_openjet_command_is_the_real_entry_point() -> None:
     model = ModelSpec(id="q", served_name="q")
     plan = plan_launch(EngineSpec(kind="openjet", port=18080, max_model_len=4096), model,
                        Path("/m.gguf"))
+    # its MTP depth defaults to 4: speculation off is said (-d 0)
     assert plan.argv == ["openjet-engine", "--model", "/m.gguf", "--host", "127.0.0.1",
-                         "--port", "18080", "--ctx", "4096"]
+                         "--port", "18080", "--ctx", "4096", "-d", "0"]
     assert plan.ready_url == "http://127.0.0.1:18080/health"
     plan = plan_launch(EngineSpec(kind="openjet", python=Path("/e/bin/python"), port=1), model,
                        Path("/m.gguf"))

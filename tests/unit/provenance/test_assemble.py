@@ -66,3 +66,20 @@ def test_compare_flags_what_differs() -> None:
     table = compare_provenance({"a": a, "b": b})
     assert list(table.index[table["differs"]]) == ["engine version"]
     assert table.loc["GPU", "a"] == "NVIDIA H100 80GB HBM3"
+
+
+def test_driver_and_cuda_against_the_recipes_pins() -> None:
+    recipe = recipe_from_dict({
+        "name": "t", "model": {"id": "org/m"}, "engine": {"kind": "vllm"},
+        "hardware": {"driver_version": "580.178.04", "cuda_version": "12.8.93"},
+        "scenarios": [{"name": "a"}]})
+    env = environment(None)
+    for driver, cuda, expected in (
+            ("580.178.04", "12.8", []), ("580.178.04", "13.0", []),
+            ("570.86.15", "12.8", ["driver 570.86.15, expected 580.178.04"]),
+            ("580.178.04", "12.4", ["the driver's CUDA 12.4 is older than the CUDA 12.8.93 "
+                                    "the recipe was built with"])):
+        hw = env.hardware.model_copy(update={"driver_version": driver,
+                                             "cuda_driver_version": cuda})
+        assert hardware_mismatches(recipe, env.model_copy(update={"hardware": hw})) == \
+            expected, (driver, cuda)

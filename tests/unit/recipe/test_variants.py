@@ -77,6 +77,37 @@ def test_each_engine_gets_its_own_speculative_flags() -> None:
         plan_launch(sfx.engine, sfx.model, Path("m.gguf"), port=8000)
 
 
+def test_dflash_sglang_options_and_openjet_depth() -> None:
+    """Seed 003's DFlash2 (vLLM), seed 001's EAGLE settings (SGLang) and open-jet's MTP
+    depth, whose default is on: "off" must say -d 0."""
+    (_, df), = _recipe([{"name": "df", "speculative": {
+        "method": "dflash", "k": 7, "draft_model": "drafter"}}]).variant_recipes()
+    argv = plan_launch(df.engine, df.model, Path("m"), port=8000).argv
+    assert json.loads(argv[argv.index("--speculative-config") + 1]) == {
+        "method": "dflash", "num_speculative_tokens": 7, "model": "drafter"}
+    with pytest.raises(RecipeError, match="needs draft_model"):
+        _recipe([{"name": "x", "speculative": {"method": "dflash", "k": 7}}])
+    sglang = {"kind": "sglang", "python": "py"}
+    (_, eagle), = _recipe([{"name": "e", "engine": sglang, "speculative": {
+        "method": "mtp", "k": 4, "options": {"num_steps": 3, "eagle_topk": 1}}}],
+        compare={"differences": ["engine"]}).variant_recipes()
+    argv = plan_launch(eagle.engine, eagle.model, Path("m"), port=8000).argv
+    i = argv.index("--speculative-algorithm")
+    assert argv[i:i + 8] == ["--speculative-algorithm", "EAGLE",
+                             "--speculative-num-draft-tokens", "4", "--speculative-num-steps",
+                             "3", "--speculative-eagle-topk", "1"]
+    openjet = {"kind": "openjet", "executable": "openjet-engine"}
+    pairs = _recipe([{"name": "on", "engine": openjet, "model": GGUF,
+                      "speculative": {"method": "mtp", "k": 4}},
+                     {"name": "off", "engine": openjet, "model": GGUF}],
+                    compare={"differences": ["speculative"]}).variant_recipes()
+    tails = [plan_launch(r.engine, r.model, Path("m.gguf"), port=8000).argv[-2:]
+             for _, r in pairs]
+    assert tails == [["-d", "4"], ["-d", "0"]]
+    with pytest.raises(RecipeError, match="MTP depth"):
+        _recipe([{"name": "x", "engine": {**openjet, "args": ["-d", "2"]}, "model": GGUF}])
+
+
 def test_an_undeclared_difference_is_refused_and_named() -> None:
     variants: list[dict[str, Any]] = [{"name": "vllm"},
                                       {"name": "llama", "engine": LLAMA, "model": GGUF}]

