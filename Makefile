@@ -21,7 +21,7 @@ LLAMACPP_VERSION := 0.3.36
 LLAMACPP_BACKEND ?= auto
 GGUF := .models/tiny-llama-gguf
 
-.PHONY: setup engine engines llamacpp model model-gguf demo lab test lint unit integration e2e bench peers clean
+.PHONY: setup engine engines llamacpp model model-gguf browser demo lab test lint unit integration e2e bench peers clean
 
 $(VENV)/.ok: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -105,7 +105,19 @@ integration: setup
 e2e: setup engine model
 	$(VENV)/bin/pytest -q tests/e2e
 
-test: engines model lint
+# Debian's Chromium, for the test that opens a run's report.html in a browser
+# (tests/_browser.py drives it with Playwright); CI reaches Debian's mirrors. As root (CI,
+# containers) apt-get runs directly, else through sudo.
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+$(CHROMIUM):
+	$(SUDO) apt-get update -q
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+
+browser: $(CHROMIUM)
+
+test: engines model lint browser
+	BENCHLIB_CHROMIUM=$(CHROMIUM) \
 	BENCHLIB_ENGINE_PYTHON=$(CURDIR)/$(ENGINE)/bin/python BENCHLIB_TINY_MODEL=$(CURDIR)/$(MODEL) \
 	BENCHLIB_LLAMA_SERVER=$(CURDIR)/$(LLAMACPP)/bin/llama-server \
 	BENCHLIB_TINY_GGUF=$(CURDIR)/$(GGUF) \

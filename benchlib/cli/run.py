@@ -1,21 +1,30 @@
-"""``benchlib run PARAMS``: validate a recipe (``--check``) or run its notebooks."""
+"""``benchlib run PARAMS…``: validate recipes (``--check``) or run their notebooks; several
+recipes, or a folder of them, make a batch (:mod:`benchlib.pipeline._batch`)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from benchlib._exceptions import BenchlibError
+from benchlib._exceptions import BenchlibError, UsageError
+
+if TYPE_CHECKING:
+    from benchlib.pipeline import RunSummary
 
 __all__ = ["register", "run"]
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("run", help="run a recipe's notebooks into outputs/YYYY-MM-DD/",
-                       description="Execute the recipe's steps with papermill; each notebook "
-                       "gets a JSON sidecar with status, results and provenance.")
-    p.add_argument("params", type=Path, help="recipe YAML, e.g. params/demo.yaml")
+    p = sub.add_parser("run", help="run recipes' notebooks into outputs/YYYY-MM-DD/",
+                       description="Execute a recipe's steps with papermill; each notebook "
+                       "gets a JSON sidecar with status, results and provenance. Several "
+                       "recipes (or a folder of them) run in turn, one engine alive at a "
+                       "time, past a failed one, with an index (index.json, index.html) in "
+                       "outputs/YYYY-MM-DD/batch-HHMMSS/.")
+    p.add_argument("params", type=Path, nargs="+",
+                   help="recipe YAML files or folders of them, e.g. params/demo.yaml")
     p.add_argument("--check", action="store_true", help="validate only: exit 0 or 2")
     p.add_argument("--force", action="store_true",
                    help="start a new run folder and measure everything again")
@@ -23,35 +32,79 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _check(path: Path) -> None:
+    from benchlib.engines import check_recipe_args
+    from benchlib.recipe import load_recipe, resolve_paths
+    from benchlib.references import recipe_references
+
+    recipe = load_recipe(path)
+    resolved = resolve_paths(recipe, Path.cwd())
+    for checked in check_recipe_args(resolved):
+        print(checked.summary)
+    if recipe.compare.references:
+        refs = recipe_references(resolved)
+        print(f"references: {len(refs)} published results in "
+              f"{len(recipe.compare.references)} files, each beside a scenario of the recipe")
+    engines = ", ".join(f"{name}: {r.engine.kind}, speculative "
+                        f"{r.engine.speculative.label}" for name, r in
+                        recipe.variant_recipes()) if recipe.variants else (
+        f"engine {recipe.engine.kind}")
+    print(f"{path}: ok ({recipe.name}: {len(recipe.scenarios)} scenarios, {engines})")
+
+
 def run(args: argparse.Namespace) -> int:
-    from benchlib.recipe import load_recipe
+    from benchlib.pipeline._batch import expand_recipes, run_batch
 
-    recipe = load_recipe(args.params)
+    paths = expand_recipes(args.params)
     if args.check:
-        from benchlib.engines import check_recipe_args
-        from benchlib.recipe import resolve_paths
-
-        for checked in check_recipe_args(resolve_paths(recipe, Path.cwd())):
-            print(checked.summary)
-        engines = ", ".join(f"{name}: {r.engine.kind}, speculative "
-                            f"{r.engine.speculative.label}" for name, r in
-                            recipe.variant_recipes()) if recipe.variants else (
-            f"engine {recipe.engine.kind}")
-        print(f"{args.params}: ok ({recipe.name}: {len(recipe.scenarios)} scenarios, "
-              f"{engines})")
+        bad = []
+        for path in paths:
+            try:
+                _check(path)
+            except UsageError as exc:
+                if len(paths) == 1:
+                    raise
+                print(f"benchlib run: {exc}", file=sys.stderr, flush=True)
+                bad.append(str(path))
+        if bad:
+            raise UsageError("params", f"{len(bad)} of {len(paths)} recipes invalid: "
+                             f"{', '.join(bad)}")
         return 0
+    if len(paths) == 1:
+        summary = _run_one(paths[0], args)
+        if not summary.ok:
+            failed = [s for s, st in summary.statuses.items() if st != "ok"]
+            raise BenchlibError(f"steps not ok: {', '.join(failed)}; see their sidecars in "
+                                f"{summary.run_dir}")
+        return 0
+    folder, index = run_batch(paths, args.outputs, lambda p: _run_one(p, args))
+    print(f"\nbatch index: {folder / 'index.html'}")
+    for entry in index.entries:
+        print(f"  {entry.status:<12} {entry.recipe}  {entry.run_dir or entry.error or ''}")
+    failed = [e.recipe for e in index.entries if e.status != "ok"]
+    if failed:
+        raise BenchlibError(f"{len(failed)} of {len(paths)} recipes not ok: "
+                            f"{', '.join(failed)}; see {folder / 'index.html'}")
+    return 0
+
+
+def _run_one(path: Path, args: argparse.Namespace) -> RunSummary:
+    """Run one recipe and print where its notebooks went and its tables."""
+    import pandas as pd
+
     from benchlib.pipeline import RunFolder, read_results, run_recipe, summary_table
     from benchlib.pipeline.steps.compare import STEP as COMPARE
     from benchlib.pipeline.steps.measure import STEP as MEASURE
+    from benchlib.recipe import load_recipe
 
-    summary = run_recipe(args.params, outputs=args.outputs, force=args.force)
+    recipe = load_recipe(path)
+    summary = run_recipe(path, outputs=args.outputs, force=args.force)
     folder = RunFolder(path=summary.run_dir)
+    report = _render_report(summary.run_dir, recipe.writeup)
     print(f"\noutputs: {summary.run_dir}")
     for step, status in summary.statuses.items():
         variant, _, name = step.rpartition("/")
         print(f"  {step:<24} {status:<8} {folder.variant(variant).notebook(name)}")
-    import pandas as pd
-
     for name, _ in recipe.variant_recipes():
         measured = read_results(folder.variant(name).results(MEASURE.name))
         if not measured:
@@ -63,17 +116,36 @@ def run(args: argparse.Namespace) -> int:
         with pd.option_context("display.width", 200, "display.float_format", "{:.2f}".format):
             header = f"\n{name}" if name else ""
             print(header + "\n" + table[cols].to_string(index=False))
-    compared = read_results(folder.results(COMPARE.name)).get("variants")
-    if compared:
+    compared = read_results(folder.results(COMPARE.name))
+    if compared.get("variants"):
         cols = ["variant", "scenario", "concurrency", "startup_s", "median_ttft_ms",
                 "median_tpot_ms", "per_user_tok_s", "mean_tokens_per_chunk",
                 "server_mean_acceptance_length", "speedup", "caveats"]
         with pd.option_context("display.width", 250, "display.float_format", "{:.2f}".format,
                                "display.max_colwidth", 60):
-            print("\nvariants side by side\n" + pd.DataFrame(compared)[cols].to_string(
-                index=False))
-    if not summary.ok:
-        failed = [s for s, st in summary.statuses.items() if st != "ok"]
-        raise BenchlibError(f"steps not ok: {', '.join(failed)}; see their sidecars in "
-                            f"{summary.run_dir}")
-    return 0
+            print("\nvariants side by side\n" + pd.DataFrame(compared["variants"])[cols]
+                  .to_string(index=False))
+    if compared.get("references"):
+        cols = ["reference", "scenario", "concurrency", "metric", "published", "measured",
+                "measured_over_published"]
+        with pd.option_context("display.width", 200, "display.float_format", "{:.2f}".format):
+            print("\nbeside the published results (caveats in 04_compare)\n"
+                  + pd.DataFrame(compared["references"])[cols].to_string(index=False))
+    print(f"\n{report}")
+    return summary
+
+
+def _render_report(run_dir: Path, skeleton: Path | None) -> str:
+    """Render the run's report.html and writeup.md, failed steps and all (they show what was
+    reached); a report that cannot be rendered is said, never a lost run. The line to print."""
+    from benchlib.report import render_report
+
+    if skeleton is not None and not skeleton.is_absolute():
+        skeleton = Path.cwd() / skeleton
+    try:
+        files = render_report(run_dir, skeleton)
+    except Exception as exc:  # the run is on disk whatever the report does
+        return (f"report: not rendered ({type(exc).__name__}: {exc}); `benchlib report "
+                f"{run_dir}` tries again")
+    return (f"report: {files.html}\nwrite-up: {files.markdown} (edit {files.notebook.name} "
+            f"and run `benchlib report {run_dir}` to render it again)")

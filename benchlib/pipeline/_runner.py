@@ -48,6 +48,7 @@ from benchlib.provenance import (
     hardware_mismatches,
 )
 from benchlib.recipe import Recipe, load_recipe, resolve_paths
+from benchlib.references import recipe_references
 
 __all__ = ["NOTEBOOKS", "RunSummary", "run_recipe"]
 
@@ -262,6 +263,7 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
     recipe = resolve_paths(load_recipe(recipe_path), Path.cwd())
     for checked in check_recipe_args(recipe):  # a typo found now, not after a long start
         log(checked.summary)
+    recipe_references(recipe)  # so is a bad reference file
     table = step_table()
     steps = [table[name] for name in recipe.steps]
     snapshot = portable_recipe(recipe, kit_root()).model_dump_json(indent=2) + "\n"
@@ -296,3 +298,4 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
                 "finished": completed and all(v == "ok" for v in statuses.values()),
                 "statuses": statuses}))
     return RunSummary(folder.path, statuses)
+

@@ -66,7 +66,8 @@ def load_recipe(path: Path) -> Recipe:
 def map_paths(recipe: Recipe, fn: Callable[[Path], Path]) -> Recipe:
     """The same recipe with ``fn`` applied to every path it names (model folder and
     tokenizer, engine interpreter and executable, draft model, dataset files, runs to
-    compare — the variants' too): the one list of a recipe's paths."""
+    compare, reference files, the write-up skeleton — the variants' too): the one list of a
+    recipe's paths."""
 
     def fix(p: Path | None) -> Path | None:
         return None if p is None else fn(p)
@@ -89,10 +90,13 @@ def map_paths(recipe: Recipe, fn: Callable[[Path], Path]) -> Recipe:
         for v in recipe.variants]
     scenarios = [s.model_copy(update={"dataset_path": fix(s.dataset_path)})
                  for s in recipe.scenarios]
-    compare = recipe.compare.model_copy(update={"runs": [fn(r) for r in recipe.compare.runs]})
+    compare = recipe.compare.model_copy(update={
+        "runs": [fn(r) for r in recipe.compare.runs],
+        "references": [fn(r) for r in recipe.compare.references]})
     return recipe.model_copy(update={"model": model(recipe.model),
                                      "engine": engine(recipe.engine), "scenarios": scenarios,
-                                     "variants": variants, "compare": compare})
+                                     "variants": variants, "compare": compare,
+                                    "writeup": fix(recipe.writeup)})
 
 
 def resolve_paths(recipe: Recipe, base: Path) -> Recipe:

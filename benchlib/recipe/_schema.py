@@ -127,6 +127,10 @@ class EngineSpec(_Strict):
                       "--spec-model", "--spec-tokens", "-md", "--model-draft",
                       "--spec-draft-model", "--spec-type", "--spec-draft-n-max",
                       "--speculative-algorithm", "--speculative-draft-model-path"}
+        if self.kind == "openjet" and {"-d", "--draft"} & {a.split("=", 1)[0]
+                                                            for a in self.args}:
+            raise ValueError("engine.args: open-jet's MTP depth (-d) comes from speculative "
+                             "(method mtp with k; off sends -d 0)")
         if self.speculative.on and spec_flags & {a.split("=", 1)[0] for a in self.args}:
             raise ValueError("engine.args: the speculative setting goes in speculative "
                              "(method, k, draft_model, options), not in args as well")
@@ -140,6 +144,14 @@ class HardwareSpec(_Strict):
     gpu_count: int | None = Field(None, ge=0)
     min_gpu_memory_gib: float | None = Field(None, gt=0)
     power_limit_w: float | None = Field(None, gt=0)
+    driver_version: Pin | None = Field(None, description="NVIDIA driver the source ran, "
+                                       "e.g. \"580.178.04\"")
+    cuda_version: Pin | None = Field(None, description="CUDA toolkit the source built or "
+                                     "ran with, e.g. \"12.8.93\" (the driver's CUDA must be "
+                                     "at least this)")
+    nodes: int = Field(1, ge=1, description="machines the engine spans")
+    notes: str = Field("", description="what else the source says of the machine (cooling, "
+                       "clocks, PCIe, firmware)")
 
 
 class Scenario(Workload):
@@ -221,6 +233,9 @@ class CompareSpec(_Strict):
     """Which earlier runs to set beside this one in ``04_compare``."""
 
     runs: list[Path] = Field(default_factory=list, description="other run folders")
+    references: list[Path] = Field(
+        default_factory=list, description="published results to set beside the run: "
+        "reference files (benchlib.references), e.g. params/seeds/references/003.yaml")
     differences: list[Difference] = Field(
         default_factory=list, description="settings the variants may differ in because "
         "that is the point of the comparison; any other difference is refused")
@@ -266,6 +281,9 @@ class Recipe(_Strict):
         description="`benchlib plan` settings for 00_plan (gpu, num_gpus, tp, "
                     "gpu_memory_utilization, kv_cache_dtype, kv_budget_gib, …)")
     steps: list[StepName] = Field(default_factory=lambda: list(ALL_STEPS))
+    writeup: Path | None = Field(
+        None, description="the write-up skeleton: Markdown, one cell per '## ' section, "
+        "numbers cited as {{ variants.NAME.SCENARIO.c1.tok_s }}; default: the kit's own")
     cell_timeout_s: float = Field(3600.0, gt=0, description="per notebook cell")
 
     @model_validator(mode="after")

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from benchlib.pipeline import read_sidecar
+from benchlib.report import FIGURES
+from tests._browser import open_report
 
 pytestmark = pytest.mark.e2e
 
@@ -38,6 +40,7 @@ def test_demo_recipe_end_to_end(tmp_path: Path) -> None:
                                   + proc.stderr[-2000:])
     assert "variants side by side" in proc.stdout
     check_demo_run(run)
+    check_demo_report(run, tmp_path / "report.png")
     left = subprocess.run(["pgrep", "-f", "tiny-llama"], capture_output=True,
                           text=True).stdout.strip()
     assert left == "", f"engine processes left behind: {left}"
@@ -104,3 +107,16 @@ def check_demo_run(run: Path) -> None:
     assert len(rows) == 4 * 5 and (run / "variants.png").stat().st_size > 10_000
     assert all(r["speedup"] for r in rows if r["variant"].endswith(("ngram", "draft")))
     assert all("engine:" in r["caveats"] for r in rows)
+
+
+def check_demo_report(run: Path, screenshot: Path) -> None:
+    """The run's report renders in a browser, offline: no console errors, every figure
+    drawn, every variant named; its write-up cites the run's own numbers."""
+    seen = open_report(run / "report.html", screenshot, FIGURES)
+    assert seen.errors == [], seen.errors
+    assert all(w > 300 for w in seen.figures.values()), seen.figures
+    for variant in VARIANTS:
+        assert variant in seen.text
+    writeup = (run / "writeup.md").read_text()
+    assert "benchlib run params/demo.yaml" in writeup and "tok/s per user" in writeup
+    assert (run / "writeup.ipynb").is_file()

@@ -75,6 +75,10 @@ def test_run_writes_notebooks_sidecars_and_provenance(
     assert (run_dir / "measure" / "summary.png").stat().st_size > 10_000
     assert "image/png" in (run_dir / "03_measure.ipynb").read_text()
     assert "median_ttft_ms" in proc.stdout and str(run_dir) in proc.stdout
+    # the report and its write-up, rendered from the run (the secret scan below covers them)
+    assert "report: " in proc.stdout and "id='fig-pareto'" in (run_dir / "report.html"
+                                                               ).read_text()
+    assert "benchlib run " in (run_dir / "writeup.md").read_text()
     for file in run_dir.rglob("*"):
         if file.is_file():
             assert SECRET.encode() not in file.read_bytes(), file

@@ -1,5 +1,6 @@
 """``04_compare``: this run's measurements beside other runs', and every provenance
-difference between them flagged (:mod:`benchlib.provenance._compare`). On its own, the
+difference between them flagged (:mod:`benchlib.provenance._compare`); the recipe's
+published references (``compare.references``) beside the run's own figures. On its own, the
 notebook compares every run of the recipe found under ``outputs/`` (``benchlib run``'s and
 the notebooks' own)."""
 
@@ -20,6 +21,7 @@ from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._results import read_results, save_results
 from benchlib.pipeline._standalone import outputs, results_file, scratch_outputs, step_folder
 from benchlib.pipeline.steps import measure
+from benchlib.pipeline.steps._references import references_table
 from benchlib.pipeline.steps._summary import summary_table
 from benchlib.pipeline.steps._variants import variants_figure, variants_table
 from benchlib.provenance import compare_provenance
@@ -39,6 +41,9 @@ class CompareResult(BaseModel):
     variants: list[dict[str, Any]] = Field(
         default_factory=list, description="a comparison run's variants side by side: one "
         "row per variant × scenario × concurrency (steps._variants.VARIANT_COLUMNS)")
+    references: list[dict[str, Any]] = Field(
+        default_factory=list, description="published figures beside the run's: one row per "
+        "figure (benchlib.references.REFERENCE_COLUMNS)")
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class Compared:
     provenance: pd.DataFrame
     variants: pd.DataFrame | None = None
     figure: Chart | None = None
+    references: pd.DataFrame | None = None
 
 
 def _measured(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -65,8 +71,13 @@ def _measured(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return results, {}
 
 
+def _records(table: pd.DataFrame | None) -> list[dict[str, Any]]:
+    return [] if table is None else list(json.loads(table.to_json(orient="records")))
+
+
 def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = "",
-                 variants: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                 variants: pd.DataFrame | None = None,
+                 references: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Measure results of several runs side by side, and their provenance with every
     difference flagged. Each run folder must hold measure results."""
     import pandas as pd
@@ -84,10 +95,10 @@ def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = "",
     table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     prov_table = compare_provenance(provenance)
     differences = [] if prov_table.empty else prov_table.index[prov_table["differs"]].tolist()
-    rows = [] if variants is None else json.loads(variants.to_json(orient="records"))
     save_results(results_path, CompareResult(runs=[str(r) for r in run_dirs],
                                              provenance_differences=differences,
-                                             variants=rows))
+                                             variants=_records(variants),
+                                             references=_records(references)))
     return table, prov_table
 
 
@@ -116,18 +127,22 @@ def compare(recipe: Recipe, *, run_dir: str | Path = "", other_runs: Sequence[st
         runs = [r for r in runs if RunFolder(path=r).results(measure.STEP.name).is_file()]
         runs += [Path(r) for r in other_runs]
         folder = step_folder(run_dir, recipe, scratch=False)
+        refs = references_table(recipe, run_dir)
         table_all, provenance = compare_runs(runs, results_file(results_path, folder,
-                                                                STEP.name), variants=table)
+                                                                STEP.name), variants=table,
+                                             references=refs)
         return Compared(table=table_all, provenance=provenance, variants=table,
-                        figure=figure)
+                        figure=figure, references=refs)
     runs = [Path(run_dir), *map(Path, other_runs)] if str(run_dir) else [
         *_runs_of(recipe), *map(Path, other_runs)]
     if not runs:
         print(f"no runs of {recipe.name} with measurements yet under {outputs()}: run "
               "03_measure or `benchlib run` first", flush=True)
     folder = step_folder(run_dir, recipe, scratch=False)
-    table, provenance = compare_runs(runs, results_file(results_path, folder, STEP.name))
-    return Compared(table=table, provenance=provenance)
+    refs = references_table(recipe, run_dir)
+    table, provenance = compare_runs(runs, results_file(results_path, folder, STEP.name),
+                                     references=refs)
+    return Compared(table=table, provenance=provenance, references=refs)
 
 
 def _bind(inputs: StepInputs) -> dict[str, Any]:
@@ -139,7 +154,9 @@ STEP = Step[CompareResult](
     about="This run beside the recipe's `compare.runs`, and every provenance difference "
           "flagged (`differs`); a recipe with variants sets them side by side (startup, TTFT, "
           "TPOT, tokens per chunk against the server's acceptance, speedup over no "
-          "speculation, declared differences as caveats) with the Pareto chart. On its own, "
+          "speculation, declared differences as caveats) with the Pareto chart; published "
+          "references (`compare.references`) beside the run's own figures, with their "
+          "caveats. On its own, "
           "the notebook compares every run of the recipe under `outputs/`.",
     params=(Param(name="other_runs", type="list[str]", default=[],
                   help="run folders to set beside this one"),),
@@ -149,5 +166,6 @@ STEP = Step[CompareResult](
            "                      results_path=results_path)\ncompared.table",
            "compared.provenance",
            "compared.variants",
-           "compared.figure"),
+           "compared.figure",
+           "compared.references"),
     bind=_bind)

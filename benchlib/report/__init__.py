@@ -1,0 +1,65 @@
+"""A run's write-up and report: one HTML page a reader opens offline in a browser
+(:func:`render_report`), and the write-up's Markdown for a blog.
+
+``render_report(run_dir)`` reads the run folder (:func:`report_context`), makes or keeps the
+user's ``writeup.ipynb`` (:mod:`._writeup`: prose whose numbers are cited by name), and writes
+``report.html`` and ``writeup.md`` beside the notebooks. ``benchlib run`` renders it when a run
+ends (a failed run too: it shows what was reached); ``benchlib report RUN_DIR`` renders it
+again after the write-up was edited.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchlib.pipeline._folder import RunFolder
+from benchlib.pipeline._results import read_results
+from benchlib.report._context import ALIASES, report_context, variant_names
+from benchlib.report._html import FIGURES, render_html
+from benchlib.report._writeup import (
+    DEFAULT_SKELETON,
+    fmt_number,
+    render_writeup,
+    writeup_notebook,
+)
+
+__all__ = ["ALIASES", "DEFAULT_SKELETON", "FIGURES", "ReportFiles", "fmt_number",
+           "render_report", "render_writeup", "report_context", "writeup_notebook"]
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    """What a render wrote."""
+
+    html: Path
+    markdown: Path
+    notebook: Path
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def render_report(run_dir: str | Path, skeleton: Path | None = None) -> ReportFiles:
+    """Render the run at ``run_dir``: ``report.html``, ``writeup.md`` (and ``writeup.ipynb``
+    from ``skeleton`` the first time)."""
+    run = RunFolder(path=Path(run_dir))
+    ctx = report_context(run.path)
+    state = json.loads(run.state_json.read_text(encoding="utf-8")) \
+        if run.state_json.is_file() else {}
+    ctx["recipe_path"] = state.get("recipe", "RECIPE.yaml")
+    notebook = writeup_notebook(run.path, skeleton)
+    markdown = render_writeup(notebook, ctx)
+    launches = {n: read_results(run.variant(n).results("02_launch"))
+                for n in variant_names(run, ctx["recipe"])}
+    page = render_html(ctx, markdown, launches, state.get("statuses") or {})
+    files = ReportFiles(html=run.path / "report.html", markdown=run.path / "writeup.md",
+                        notebook=notebook)
+    _write(files.markdown, markdown)
+    _write(files.html, page)
+    return files

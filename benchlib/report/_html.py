@@ -1,0 +1,182 @@
+"""The report page: one self-contained HTML file (no scripts, no network: styles inline,
+figures as data: URIs) that a browser opens offline.
+
+Sections, in reading order: the write-up; what ran (variants, scenarios, the commands); the
+provenance card; the plan against what was measured (TPOT against the decode floor, peak KV
+use against capacity); the figures (Pareto view, TTFT and TPOT spread per concurrency);
+speculative acceptance; published references; caveats and every provenance difference; and
+an appendix of the names a write-up can cite.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from markdown_it import MarkdownIt
+
+from benchlib.report._figures import measurements, pareto_png, spread_png
+from benchlib.report._writeup import fmt_number
+
+__all__ = ["FIGURES", "render_html"]
+
+#: the figures every report carries (their ids), when anything was measured
+FIGURES = ("pareto", "spread")
+_STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:78em;color:#222;
+line-height:1.45}h1{margin-bottom:.2em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;
+margin-top:2em}table{border-collapse:collapse;margin:.6em 0;font-size:.86em}td,th{border:1px
+solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}th{background:#f3f3f3}
+td:first-child,th:first-child{text-align:left}figure{margin:1em 0}figure img{max-width:100%}
+figcaption{font-size:.85em;color:#555}.muted{color:#666;font-size:.9em}.card{display:grid;
+grid-template-columns:max-content 1fr;gap:.2em 1em;font-size:.9em}.warn{color:#a40}
+.writeup{background:#fafafa;border:1px solid #e4e4e4;padding:.4em 1.4em}code{font-size:.9em}"""
+
+
+def _esc(value: Any) -> str:
+    shown = fmt_number(value)
+    return html.escape(str(shown))
+
+
+def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    if not rows:
+        return "<p class='muted'>none</p>"
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{_esc(r.get(c))}</td>" for c in columns) + "</tr>"
+                   for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _figure(fig_id: str, png: bytes | None, caption: str) -> str:
+    if png is None:
+        return ""
+    data = base64.b64encode(png).decode()
+    return (f"<figure id='fig-{fig_id}'><img alt='{html.escape(caption)}' "
+            f"src='data:image/png;base64,{data}'><figcaption>{html.escape(caption)}"
+            "</figcaption></figure>")
+
+
+def _what_ran(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
+    recipe = ctx.get("recipe") or {}
+    names = [v["name"] for v in recipe.get("variants") or []] or [""]
+    rows = [{"variant": n or recipe.get("name"), **{k: (ctx["variants"].get(n) or {}).get(k)
+                                                   for k in ("engine", "model",
+                                                             "checkpoint_format",
+                                                             "speculative", "startup_s")},
+             "command": (launches.get(n) or {}).get("command")} for n in names]
+    scen = [{"scenario": s.get("name"), "endpoint": s.get("endpoint"),
+             "dataset": s.get("dataset"), "input_len": s.get("input_len"),
+             "output_len": s.get("output_len"),
+             "concurrencies": ", ".join(map(str, s.get("concurrencies") or [])),
+             "num_prompts": str(s.get("num_prompts"))} for s in recipe.get("scenarios") or []]
+    return ("<h2 id='what-ran'>What ran</h2>"
+            + _table(rows, ["variant", "engine", "model", "checkpoint_format", "speculative",
+                            "startup_s", "command"])
+            + _table(scen, ["scenario", "endpoint", "dataset", "input_len", "output_len",
+                            "concurrencies", "num_prompts"]))
+
+
+def _provenance(ctx: Mapping[str, Any]) -> str:
+    parts = ["<h2 id='provenance'>Provenance</h2>"]
+    seen: set[int] = set()
+    for name, prov in (ctx.get("provenance") or {}).items():
+        if not prov or id(prov) in seen:
+            continue
+        seen.add(id(prov))
+        hw = prov.get("hardware") or {}
+        gpus = hw.get("gpus") or []
+        cpu = hw.get("cpu") or {}
+        engine = prov.get("engine") or {}
+        facts = {
+            "engine": f"{engine.get('name', '')} {engine.get('version') or ''}",
+            "GPUs": ", ".join(f"{g.get('name')} ({g.get('memory_total_gib')} GiB, "
+                              f"{g.get('power_limit_w')} W)" for g in gpus) or
+            f"none ({hw.get('nvml_error') or 'no NVIDIA driver'})",
+            "driver / CUDA": f"{hw.get('driver_version')} / {hw.get('cuda_driver_version')}",
+            "CPU": f"{cpu.get('model')} ({cpu.get('logical_cores')} logical cores)",
+            "model": f"{(prov.get('model') or {}).get('id')} @ "
+                     f"{(prov.get('model') or {}).get('resolved_revision')}",
+            "kit": f"{prov.get('kit_commit')}{' (dirty)' if prov.get('kit_dirty') else ''}",
+            "python": prov.get("python"),
+            "hardware mismatches": "; ".join(prov.get("hardware_mismatches") or []) or "none"}
+        parts.append(f"<h3>{html.escape(name or 'run')}</h3><div class='card'>" + "".join(
+            f"<b>{html.escape(k)}</b><span>{_esc(v)}</span>" for k, v in facts.items())
+            + "</div>")
+    return "".join(parts)
+
+
+def _plan_vs_measured(ctx: Mapping[str, Any]) -> str:
+    rows = []
+    for variant, scenario, conc, fig in measurements(ctx):
+        plan = (ctx.get("plan") or {}).get(variant) or {}
+        floor = plan.get("decode_floor_ms")
+        tpot = fig.get("median_tpot_ms")
+        kv_peak = (fig.get("server_metrics") or {}).get("kv_cache_usage_peak")
+        rows.append({"variant": variant or "run", "scenario": scenario, "concurrency": conc,
+                     "weights_gib_per_gpu": plan.get("weights_gib_per_gpu"),
+                     "planned_kv_tokens": plan.get("kv_cache_tokens"),
+                     "decode_floor_ms": floor, "median_tpot_ms": tpot,
+                     "tpot_over_floor": tpot / floor if tpot and floor else None,
+                     "kv_cache_usage_peak": kv_peak})
+    return ("<h2 id='plan'>The plan against what was measured</h2><p class='muted'>The "
+            "decode floor is the TPOT the GPU's memory bandwidth allows one request (weights "
+            "and KV read once per step): no engine beats it; tpot_over_floor says how far "
+            "above it the run decoded. KV use is the engine's own peak (1.0: full).</p>"
+            + _table(rows, ["variant", "scenario", "concurrency", "weights_gib_per_gpu",
+                            "planned_kv_tokens", "decode_floor_ms", "median_tpot_ms",
+                            "tpot_over_floor", "kv_cache_usage_peak"]))
+
+
+def render_html(ctx: Mapping[str, Any], writeup_md: str,
+                launches: Mapping[str, Any], statuses: Mapping[str, str]) -> str:
+    """The whole page."""
+    recipe = ctx.get("recipe") or {}
+    compare = ctx.get("compare") or {}
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    spec_rows = [r for r in compare.get("variants") or []
+                 if r.get("speculative") not in (None, "off")]
+    caveats = sorted({c.strip() for r in compare.get("variants") or []
+                      for c in (r.get("caveats") or "").split(";") if c.strip()})
+    for name, prov in (ctx.get("provenance") or {}).items():
+        caveats += [f"{name or 'run'}: {m}" for m in prov.get("hardware_mismatches") or []]
+    caveats += sorted({f"{r['reference']}: {r['caveats']}" for r in
+                       compare.get("references") or [] if r.get("caveats")})
+    caveats = list(dict.fromkeys(caveats))
+    refs = compare.get("references") or []
+    names = sorted(k for k in ctx if k != "compare")
+    return "".join([
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{html.escape(str(recipe.get('name', 'benchlib report')))}</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        f"<h1>{html.escape(str(recipe.get('name', '')))}</h1>",
+        f"<p class='muted'>{html.escape(str(recipe.get('description', '')))}</p>",
+        "<p class='muted'>steps: " + ", ".join(f"{html.escape(k)} {html.escape(v)}"
+                                               for k, v in statuses.items()) + "</p>",
+        "<h2 id='writeup'>Write-up</h2><div class='writeup'>", md.render(writeup_md),
+        "</div>", _what_ran(ctx, launches), _provenance(ctx), _plan_vs_measured(ctx),
+        "<h2 id='figures'>Figures</h2>",
+        _figure("pareto", pareto_png(ctx), "Per-user against total output tokens/s along "
+                "concurrency: the Pareto view (up and right is better)"),
+        _figure("spread", spread_png(ctx), "TTFT and TPOT per concurrency: median (line) "
+                "and p99 (dashed), the band between them shaded"),
+        "<h2 id='speculative'>Speculative decoding</h2>",
+        _table(spec_rows, ["variant", "scenario", "concurrency", "speculative",
+                           "mean_tokens_per_chunk", "server_acceptance_rate",
+                           "server_mean_acceptance_length", "spec_reconciled", "speedup",
+                           "speedup_over"]),
+        "<h2 id='references'>Published references</h2>",
+        _table(refs, ["reference", "variant", "scenario", "concurrency", "metric",
+                      "published", "measured", "measured_over_published", "engine",
+                      "checkpoint", "caveats"]),
+        "<h2 id='caveats'>Caveats</h2>",
+        "<ul>" + "".join(f"<li>{html.escape(c)}</li>" for c in caveats) + "</ul>"
+        if caveats else "<p class='muted'>none known to the kit</p>",
+        "<h3>Provenance differences between the variants</h3>",
+        "<ul>" + "".join(f"<li>{html.escape(str(d))}</li>" for d in
+                         compare.get("provenance_differences") or []) + "</ul>",
+        "<h2 id='names'>Appendix: names a write-up can cite</h2><p class='muted'>",
+        html.escape(", ".join(names)), " — e.g. <code>{{ variants.NAME.SCENARIO.c1.tok_s "
+        "}}</code>, <code>{{ plan.NAME.decode_floor_ms }}</code>, <code>{{ "
+        "references.NAME.per_user_tok_s }}</code></p>",
+        "</body></html>\n"])

@@ -1,0 +1,68 @@
+"""A small run folder as benchlib run leaves it: two variants, one scenario at two
+concurrencies, a plan, launch results, provenance and 04_compare's rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+RECIPE: dict[str, Any] = {
+    "name": "ab", "description": "two engines",
+    "model": {"id": "tiny", "local_path": ".models/tiny"},
+    "engine": {"kind": "vllm", "version": "0.32.0"},
+    "variants": [{"name": "vllm-ngram"}, {"name": "llamacpp"}],
+    "scenarios": [{"name": "chat", "endpoint": "chat", "input_len": 128, "output_len": 128,
+                   "concurrencies": [1, 4], "num_prompts": [4, 8]}]}
+
+
+def _measure(tpot: float, conc: int) -> dict[str, Any]:
+    return {"scenario": "chat", "concurrency": conc, "completed": 4, "failed": 0,
+            "endpoint_type": "chat", "input_len": 128, "output_len": 128,
+            "median_ttft_ms": 20.0 * conc, "p99_ttft_ms": 30.0 * conc,
+            "median_tpot_ms": tpot * conc, "p99_tpot_ms": tpot * conc * 1.5,
+            "output_throughput": 1000 / tpot * conc ** 0.5, "total_input_tokens": 512,
+            "total_output_tokens": 512, "server_metrics": {"kv_cache_usage_peak": 0.1 * conc}}
+
+
+def write(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def make_run(root: Path) -> Path:
+    run = root / "2026-12-03" / "ab"
+    write(run / "recipe.json", RECIPE)
+    write(run / "run.json", {"recipe": "params/ab.yaml", "recipe_sha256": "x",
+                             "finished": True, "statuses": {"vllm-ngram/03_measure": "ok"}})
+    for name, tpot in (("vllm-ngram", 2.5), ("llamacpp", 1.0)):
+        sub = {**RECIPE, "variants": []}
+        write(run / name / "recipe.json", sub)
+        write(run / name / ".results" / "00_plan.json",
+              {"plan": {"decode_floor_ms": 0.5, "kv_cache_tokens": 4096,
+                        "weights_gib_per_gpu": 0.1}})
+        write(run / name / ".results" / "02_launch.json",
+              {"startup_s": 30.0, "command": f"{name} --serve", "log_facts": {}})
+        write(run / name / ".results" / "03_measure.json",
+              {"chat/c1": _measure(tpot, 1), "chat/c4": _measure(tpot, 4)})
+        write(run / name / "03_measure.json", {"provenance": {
+            "kit_commit": "abc", "python": "CPython 3.11",
+            "engine": {"name": name, "version": "1"},
+            "hardware": {"gpus": [], "nvml_error": "no driver",
+                         "cpu": {"model": "Xeon", "logical_cores": 2}},
+            "hardware_mismatches": ["expected 1 GPUs, found 0"]}})
+    write(run / ".results" / "04_compare.json", {
+        "runs": [], "provenance_differences": ["engine version"],
+        "variants": [{"variant": "vllm-ngram", "scenario": "chat", "concurrency": 1,
+                      "speculative": "ngram k=4", "mean_tokens_per_chunk": 2.9,
+                      "server_mean_acceptance_length": 3.6, "speedup": 1.8,
+                      "caveats": "engine: vllm against llamacpp; 1 of 4 streams arrived in "
+                                 "bursts (TTFT, TPOT are bounds)"}],
+        "references": [{"reference": "seed", "variant": "vllm-ngram", "scenario": "chat",
+                        "concurrency": 1, "metric": "per_user_tok_s", "published": 109.42,
+                        "measured": 400.0, "measured_over_published": 3.66,
+                        "engine": "vLLM", "checkpoint": "w4a16", "hardware": "CMP",
+                        "source": "seed 003", "published_on": "2026-10-10",
+                        "measured_as": "one request",
+                        "caveats": "checkpoint formats differ"}]})
+    return run
