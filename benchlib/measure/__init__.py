@@ -26,7 +26,7 @@ from benchlib.measure._result import (
     TokenSources,
     percentile_key,
 )
-from benchlib.measure._run import load_tokenizer, measure
+from benchlib.measure._run import build_requests, load_tokenizer, measure, run_coroutine
 from benchlib.measure._sampler import MetricsSampler, metrics_url
 from benchlib.measure._server_metrics import (
     ENGINE_METRICS,
@@ -86,6 +86,7 @@ __all__ = [
     "Warmups",
     "Workload",
     "build_body",
+    "build_requests",
     "decode_capture",
     "file_prompts",
     "format_result",
@@ -99,6 +100,7 @@ __all__ = [
     "random_prompts",
     "read_requests",
     "requests_path",
+    "run_coroutine",
     "spec_decode_report",
     "summarize",
 ]

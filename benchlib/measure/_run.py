@@ -34,7 +34,7 @@ from benchlib.measure._records import RecordLog, RequestRecord, requests_path
 from benchlib.measure._request import Prompt, RequestOutcome, build_body, chunk_token_counts
 from benchlib.measure._result import MeasureResult
 
-__all__ = ["load_tokenizer", "measure"]
+__all__ = ["build_requests", "load_tokenizer", "measure", "run_coroutine"]
 
 _T = TypeVar("_T")
 
@@ -53,7 +53,7 @@ def load_tokenizer(path: Path) -> Any:
         raise UsageError("--tokenizer", f"cannot load a tokenizer from {path}: {exc}") from None
 
 
-def _run_coroutine(coro: Coroutine[Any, Any, _T]) -> _T:
+def run_coroutine(coro: Coroutine[Any, Any, _T]) -> _T:
     """``asyncio.run``, also from inside a running loop (a Jupyter kernel): then the load runs
     on a fresh loop in a worker thread, which also keeps the kernel's loop out of its way."""
     try:
@@ -82,7 +82,7 @@ def _probe_usage(cfg: MeasureConfig, body: bytes, api_key: str | None) -> None:
     before the run, whether it sends one, and refuse to start if it answers without."""
     plan = LoadPlan(base_url=cfg.base_url, kind=cfg.endpoint, max_concurrency=1,
                     request_timeout=min(cfg.request_timeout, 120.0), api_key=api_key)
-    outcomes, _ = _run_coroutine(run_load([body], [0], plan, [], lambda o, c: None))
+    outcomes, _ = run_coroutine(run_load([body], [0], plan, [], lambda o, c: None))
     probe = outcomes[0]
     if probe.success and probe.output_tokens_source == "none":
         raise UsageError("--tokenizer", f"{cfg.base_url} streams no usage (stream_options."
@@ -90,14 +90,10 @@ def _probe_usage(cfg: MeasureConfig, body: bytes, api_key: str | None) -> None:
                          "model's tokenizer: pass --tokenizer PATH")
 
 
-def measure(cfg: MeasureConfig, api_key: str | None = None,
-            out: IO[str] | None = None,
-            on_warmed: Callable[[], None] | None = None) -> MeasureResult:
-    """Run the measurement ``cfg`` describes and return its result (also written to
-    ``cfg.result_json``, as :meth:`MeasureResult.to_json`, with the ``.requests.jsonl``
-    beside it, when set). ``on_warmed`` is called once the warmups are done, right before
-    the timed load (a server-metrics sampler takes its baseline there)."""
-    tokenizer = load_tokenizer(cfg.tokenizer) if cfg.tokenizer is not None else None
+def build_requests(cfg: MeasureConfig, tokenizer: Any | None) -> tuple[list[Prompt],
+                                                                       list[bytes]]:
+    """The prompts ``cfg`` describes (its dataset, lengths and seed) and their request
+    bodies, in the order they are sent."""
     if cfg.dataset == "random":
         prompts = random_prompts(tokenizer, num_prompts=cfg.num_prompts, input_len=cfg.input_len,
                                  output_len=cfg.output_len or 1,
@@ -109,6 +105,18 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
                                output_len=cfg.output_len)
     bodies = [build_body(p, cfg.endpoint, cfg.model, ignore_eos=cfg.ignore_eos,
                          sampling=cfg.sampling) for p in prompts]
+    return prompts, bodies
+
+
+def measure(cfg: MeasureConfig, api_key: str | None = None,
+            out: IO[str] | None = None,
+            on_warmed: Callable[[], None] | None = None) -> MeasureResult:
+    """Run the measurement ``cfg`` describes and return its result (also written to
+    ``cfg.result_json``, as :meth:`MeasureResult.to_json`, with the ``.requests.jsonl``
+    beside it, when set). ``on_warmed`` is called once the warmups are done, right before
+    the timed load (a server-metrics sampler takes its baseline there)."""
+    tokenizer = load_tokenizer(cfg.tokenizer) if cfg.tokenizer is not None else None
+    prompts, bodies = build_requests(cfg, tokenizer)
     warmups = [bodies[0]] * cfg.num_warmups  # as the reference: the first prompt, N times
     if tokenizer is None:
         first = prompts[0]
@@ -150,7 +158,7 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
 
     date = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     try:
-        outcomes, duration_ns = _run_coroutine(run_load(
+        outcomes, duration_ns = run_coroutine(run_load(
             bodies, [p.prompt_len for p in prompts], plan, warmups, on_outcome, on_warmed))
     finally:
         bar.close()

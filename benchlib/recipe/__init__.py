@@ -12,6 +12,7 @@ from benchlib.recipe._load import (
 from benchlib.recipe._schema import (
     CompareSpec,
     EngineSpec,
+    FunctionalChecks,
     HardwareSpec,
     ModelSpec,
     Recipe,
@@ -26,6 +27,7 @@ __all__ = [
     "CompareSpec",
     "Difference",
     "EngineSpec",
+    "FunctionalChecks",
     "HardwareSpec",
     "ModelSpec",
     "Recipe",

@@ -36,6 +36,7 @@ from benchlib.recipe._speculative import Speculative
 __all__ = [
     "CompareSpec",
     "EngineSpec",
+    "FunctionalChecks",
     "HardwareSpec",
     "ModelSpec",
     "Recipe",
@@ -181,6 +182,10 @@ class Scenario(Workload):
         default_factory=list,
         description="long-context ramp: one request per input length, in order, at "
                     "concurrency 1, stopping at the first failure (seed 003's test)")
+    sdk_view: bool = Field(
+        False, description="after each concurrency, send the same shape of requests (next "
+                           "seed) through the openai SDK's streaming client and report what "
+                           "an application sees beside the wire figures (results' sdk block)")
     max_failed_fraction: float = Field(
         0.0, ge=0.0, le=1.0,
         description="failed requests a concurrency may have, as a fraction of those sent, "
@@ -227,6 +232,21 @@ class Scenario(Workload):
         """The number of prompts to send at ``concurrencies[index]``."""
         n = self.num_prompts
         return n if isinstance(n, int) else n[index]
+
+
+class FunctionalChecks(_Strict):
+    """What 02_launch checks through the ``openai`` SDK before anything is measured."""
+
+    chat: bool = Field(True, description="one streamed chat: does the engine answer")
+    thinking: bool = Field(False, description="thinking off and on "
+                           "(chat_template_kwargs.enable_thinking): is reasoning kept apart "
+                           "from the content")
+    tool_call: bool = Field(False, description="a streamed tool-call round trip (seed 001's "
+                            "get_weather): call, result sent back, answer")
+    tool_choice: Literal["auto", "required"] = Field(
+        "auto", description="auto: the model decides (needs the engine's tool-call parser); "
+                            "required: the engine must call a tool")
+    max_tokens: int = Field(64, ge=1, description="tokens each check may generate")
 
 
 class CompareSpec(_Strict):
@@ -276,6 +296,9 @@ class Recipe(_Strict):
     thinking: bool | None = Field(None, description="whether the engine is set up to think; "
                                   "None: the model's default (a variant may say otherwise)")
     compare: CompareSpec = Field(default_factory=CompareSpec)
+    checks: FunctionalChecks = Field(default_factory=FunctionalChecks,
+                                     description="functional checks through the openai SDK "
+                                     "in 02_launch (chat endpoints only)")
     plan: dict[str, Any] = Field(
         default_factory=dict,
         description="`benchlib plan` settings for 00_plan (gpu, num_gpus, tp, "

@@ -2,8 +2,9 @@
 figures as data: URIs) that a browser opens offline.
 
 Sections, in reading order: the write-up; what ran (variants, scenarios, the commands); the
-provenance card; the plan against what was measured (TPOT against the decode floor, peak KV
-use against capacity); the figures (Pareto view, TTFT and TPOT spread per concurrency);
+provenance card; the functional checks and what an application sees (openai SDK); the plan
+against what was measured (TPOT against the decode floor, peak KV use against capacity); the
+figures (Pareto view, TTFT and TPOT spread per concurrency);
 speculative acceptance; published references; caveats and every provenance difference; and
 an appendix of the names a write-up can cite.
 """
@@ -37,6 +38,12 @@ grid-template-columns:max-content 1fr;gap:.2em 1em;font-size:.9em}.warn{color:#a
 def _esc(value: Any) -> str:
     shown = fmt_number(value)
     return html.escape(str(shown))
+
+
+def _words(*parts: Any) -> str:
+    """The parts that are known, joined by spaces; ``n/a`` when none is."""
+    known = [str(p) for p in parts if p not in (None, "", False)]
+    return " ".join(known) or "n/a"
 
 
 def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
@@ -88,16 +95,19 @@ def _provenance(ctx: Mapping[str, Any]) -> str:
         gpus = hw.get("gpus") or []
         cpu = hw.get("cpu") or {}
         engine = prov.get("engine") or {}
+        model = prov.get("model") or {}
         facts = {
-            "engine": f"{engine.get('name', '')} {engine.get('version') or ''}",
+            "engine": _words(engine.get("name"), engine.get("version")),
             "GPUs": ", ".join(f"{g.get('name')} ({g.get('memory_total_gib')} GiB, "
                               f"{g.get('power_limit_w')} W)" for g in gpus) or
             f"none ({hw.get('nvml_error') or 'no NVIDIA driver'})",
-            "driver / CUDA": f"{hw.get('driver_version')} / {hw.get('cuda_driver_version')}",
-            "CPU": f"{cpu.get('model')} ({cpu.get('logical_cores')} logical cores)",
-            "model": f"{(prov.get('model') or {}).get('id')} @ "
-                     f"{(prov.get('model') or {}).get('resolved_revision')}",
-            "kit": f"{prov.get('kit_commit')}{' (dirty)' if prov.get('kit_dirty') else ''}",
+            "driver / CUDA": f"{_words(hw.get('driver_version'))} / "
+                             f"{_words(hw.get('cuda_driver_version'))}",
+            "CPU": f"{_words(cpu.get('model'))} ({_words(cpu.get('logical_cores'))} logical "
+                   "cores)",
+            "model": _words(model.get("id"), model.get("resolved_revision") and
+                            f"@ {model.get('resolved_revision')}"),
+            "kit": _words(prov.get("kit_commit"), prov.get("kit_dirty") and "(dirty)"),
             "python": prov.get("python"),
             "hardware mismatches": "; ".join(prov.get("hardware_mismatches") or []) or "none"}
         parts.append(f"<h3>{html.escape(name or 'run')}</h3><div class='card'>" + "".join(
@@ -128,6 +138,25 @@ def _plan_vs_measured(ctx: Mapping[str, Any]) -> str:
                             "tpot_over_floor", "kv_cache_usage_peak"]))
 
 
+def _checks_and_sdk(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
+    checks = [{"variant": n or "run", **c} for n, launch in launches.items()
+              for c in launch.get("checks") or []]
+    sdk = [{"variant": v or "run", "scenario": sc, "concurrency": c,
+            "wire_median_ttft_ms": f.get("median_ttft_ms"),
+            "wire_median_tpot_ms": f.get("median_tpot_ms"), **(f.get("sdk") or {})}
+           for v, sc, c, f in measurements(ctx) if f.get("sdk")]
+    return ("<h2 id='checks'>Functional checks (openai SDK)</h2>"
+            + _table(checks, ["variant", "name", "ok", "seconds", "content_chars",
+                              "reasoning_chars", "finish_reason", "note", "error"])
+            + "<h3>What an application sees</h3><p class='muted'>The same shape of requests "
+            "(next seed) through the openai SDK's streaming client, beside the wire figures; "
+            "the overheads are the client-side cost an application pays.</p>"
+            + _table(sdk, ["variant", "scenario", "concurrency", "client",
+                           "wire_median_ttft_ms", "median_ttft_ms", "ttft_overhead_ms",
+                           "wire_median_tpot_ms", "median_tpot_ms", "tpot_overhead_ms",
+                           "completed", "failed"]))
+
+
 def render_html(ctx: Mapping[str, Any], writeup_md: str,
                 launches: Mapping[str, Any], statuses: Mapping[str, str]) -> str:
     """The whole page."""
@@ -154,7 +183,8 @@ def render_html(ctx: Mapping[str, Any], writeup_md: str,
         "<p class='muted'>steps: " + ", ".join(f"{html.escape(k)} {html.escape(v)}"
                                                for k, v in statuses.items()) + "</p>",
         "<h2 id='writeup'>Write-up</h2><div class='writeup'>", md.render(writeup_md),
-        "</div>", _what_ran(ctx, launches), _provenance(ctx), _plan_vs_measured(ctx),
+        "</div>", _what_ran(ctx, launches), _provenance(ctx), _checks_and_sdk(ctx, launches),
+        _plan_vs_measured(ctx),
         "<h2 id='figures'>Figures</h2>",
         _figure("pareto", pareto_png(ctx), "Per-user against total output tokens/s along "
                 "concurrency: the Pareto view (up and right is better)"),

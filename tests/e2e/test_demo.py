@@ -96,6 +96,14 @@ def check_demo_run(run: Path) -> None:
                 assert "one event per token" in spec["why_not"], (key, spec)
                 assert spec["timings_rel_diff"] is not None and spec["timings_rel_diff"] < 0.02
                 assert spec["mean_acceptance_length"] > 1.5, (key, spec)
+    for variant in VARIANTS:  # the functional checks and the SDK's view, on both engines
+        checks = read_sidecar(run / variant / "02_launch.json").results["checks"]
+        assert [c["name"] for c in checks] == ["chat", "thinking_off", "thinking_on"], checks
+        assert all(c["ok"] for c in checks), (variant, checks)
+        for conc, n in ((1, 4), (4, 8)):
+            sdk = read_sidecar(run / variant / "03_measure.json").results[f"chat/c{conc}"]["sdk"]
+            assert (sdk["completed"], sdk["failed"]) == (n, 0), (variant, sdk)
+            assert sdk["median_ttft_ms"] and sdk["ttft_overhead_ms"] is not None, sdk
     vllm = read_sidecar(run / "vllm-nospec" / "03_measure.json").provenance
     assert vllm.engine.version == "0.32.0" and vllm.engine.log_facts["kv_cache_tokens"] == 524288
     probes = {v: read_sidecar(run / v / "02_launch.json").results["probe"] for v in VARIANTS}

@@ -30,7 +30,11 @@ def engine(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         if os.environ.get("BENCHLIB_ENGINE_PYTHON"):
             pytest.fail(f"engine python {ENGINE_PYTHON} is missing (make engine)")
         pytest.skip("no vLLM CPU environment; run `make engine`")
-    spec = EngineSpec(kind="vllm", python=ENGINE_PYTHON, args=["--dtype", "bfloat16", "-O0"],
+    # the tool-call parser only for the functional checks' round trip (vLLM refuses tools
+    # without one); it does not touch plain completions
+    spec = EngineSpec(kind="vllm", python=ENGINE_PYTHON,
+                      args=["--dtype", "bfloat16", "-O0", "--enable-auto-tool-choice",
+                            "--tool-call-parser", "hermes"],
                       env={"VLLM_CPU_KVCACHE_SPACE": "1",
                            # one core for the engine's spinning OpenMP threads, one for the
                            # client: else the client is starved and says client_bound
@@ -110,3 +114,30 @@ def test_benchlib_agrees_with_vllm_bench_serve(engine: EngineProcess, tiny_model
         low = min(r[key] for r in usable)
         high = max(r[key] for r in usable)
         assert low / 2 - slack <= ref[key] <= 2 * high + slack, (key, low, ref[key], high)
+
+
+def test_functional_checks_and_the_sdk_view_on_the_real_engine(engine: EngineProcess,
+                                                               tiny_model: Path) -> None:
+    """Through the openai SDK: a chat; thinking off and on (the tiny model does not think
+    and vLLM runs no reasoning parser: nothing comes apart, and the check says so); the
+    tool-call round trip with tool_choice required (vLLM constrains the call; the random
+    weights make up arguments, which the check refuses while the round trip itself runs);
+    and the SDK's view of a scenario beside the wire."""
+    from benchlib.checks import run_checks, sdk_view
+    from benchlib.recipe import FunctionalChecks
+
+    base_url = engine.ready_url.rsplit("/v1/", 1)[0]
+    chat, off, on, tool = run_checks(base_url, "tiny-llama", FunctionalChecks(
+        thinking=True, tool_call=True, tool_choice="required", max_tokens=96))
+    assert chat.ok and chat.content_chars > 0, chat
+    assert off.ok and off.reasoning_chars == 0, off
+    assert on.ok and on.reasoning_chars == 0 and "reasoning parser" in on.note, on
+    assert tool.error is None and tool.tool_calls[0]["name"] == "get_weather", tool
+    assert tool.answer_chars, tool  # the result went back and the engine answered
+    cfg = MeasureConfig(base_url=base_url, model="tiny-llama", tokenizer=tiny_model,
+                        endpoint="chat", input_len=64, output_len=16, num_prompts=4,
+                        max_concurrency=1)
+    wire = measure(cfg).to_json()
+    view = sdk_view(cfg, wire=wire)
+    assert (view.completed, view.failed) == (4, 0), view.first_error
+    assert view.median_ttft_ms and view.median_tpot_ms and view.ttft_overhead_ms is not None

@@ -20,7 +20,8 @@ TABLE_COLUMNS = ["scenario", "endpoint", "input_len", "output_len", "concurrency
                  "median_itl_ms", "median_e2el_ms", "output_throughput", "per_user_tok_s",
                  "mean_tokens_per_chunk", "server_acceptance_length", "kv_cache_usage_peak",
                  "requests_waiting_peak", "preemptions", "buffered_streams",
-                 "exact_ttft_fraction", "client_bound"]
+                 "exact_ttft_fraction", "client_bound", "sdk_median_ttft_ms",
+                 "sdk_median_tpot_ms"]
 
 
 def summary_table(results: Mapping[str, Any]) -> pd.DataFrame:
@@ -44,7 +45,10 @@ def summary_table(results: Mapping[str, Any]) -> pd.DataFrame:
                      "exact_ttft_fraction": timing.get("exact_ttft_fraction"),
                      "client_bound": timing.get("client_bound"),
                      "endpoint": r.get("endpoint_type"),
-                     "per_user_tok_s": 1000.0 / tpot if tpot else None})
+                     "per_user_tok_s": 1000.0 / tpot if tpot else None,
+                     # what the openai SDK saw (scenario sdk_view), beside the wire's
+                     "sdk_median_ttft_ms": (r.get("sdk") or {}).get("median_ttft_ms"),
+                     "sdk_median_tpot_ms": (r.get("sdk") or {}).get("median_tpot_ms")})
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 

@@ -1,8 +1,9 @@
 """``02_launch``: what the runner's launch did — the command, the startup time, what the
 engine's log says — and one real token from the engine. The runner starts the engine
 before this step (its own process group, log in the run folder) and passes how that went;
-a notebook run on its own probes ``base_url`` (else the recipe's endpoint, else a scripted
-server it starts)."""
+the recipe's functional checks (a chat, thinking on and off, a tool-call round trip) run here
+through the ``openai`` SDK, on chat recipes. A notebook run on its own probes ``base_url``
+(else the recipe's endpoint, else a scripted server it starts)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from benchlib._secrets import env_secret
+from benchlib.checks import CheckResult, run_checks
 from benchlib.engines import EngineError, first_token, parse_engine_log
 from benchlib.pipeline._declare import Param, RunFacts, Step, StepInputs
 from benchlib.pipeline._fairness import Probe, probe_engine, tokenizer_dir
@@ -38,6 +40,9 @@ class LaunchResult(BaseModel):
     log_facts: dict[str, Any] = Field(description="what the log says (version, KV cache, …)")
     probe: list[Probe] = Field(default_factory=list, description="the fair-A/B probe: how "
                                "the engine counts a prompt, honours max_tokens, streams usage")
+    checks: list[CheckResult] = Field(
+        default_factory=list, description="functional checks through the openai SDK (the "
+        "recipe's checks): chat, thinking off and on, the tool-call round trip")
 
 
 def launch_summary(recipe: Recipe, *, base_url: str = "", engine_log: str = "",
@@ -64,13 +69,21 @@ def launch_summary(recipe: Recipe, *, base_url: str = "", engine_log: str = "",
                               f"{problem}")
         probes = probe_engine(recipe, url, tokenizer=tokenizer_dir(recipe, model_path),
                               api_key=api_key)
+        # chat checks where the recipe streams chat or asks for thinking or tools
+        wanted = any(s.endpoint == "chat" for s in recipe.scenarios) or (
+            recipe.checks.thinking or recipe.checks.tool_call)
+        checks = run_checks(url, recipe.model.served_model_name, recipe.checks,
+                            api_key=api_key) if wanted else []
     for p in probes:
         print(f"probe {p.endpoint}: prompt {p.prompt_tokens} tokens, {p.output_tokens} of "
               f"{p.max_tokens} out ({p.output_tokens_source}){' — ' + p.error if p.error else ''}",
               flush=True)
+    for c in checks:
+        print(f"check {c.name} (openai SDK): {'ok' if c.ok else 'NOT OK'} in {c.seconds:.2f} s"
+              f" — {c.error or c.note or f'{c.content_chars} characters'}", flush=True)
     result = LaunchResult(kind=recipe.engine.kind, base_url=url, command=command,
                           startup_s=startup_s, engine_log=engine_log,
-                          log_facts=facts.as_dict(), probe=probes)
+                          log_facts=facts.as_dict(), probe=probes, checks=checks)
     folder = step_folder(run_dir, recipe, scratch=False)
     save_results(results_file(results_path, folder, STEP.name), result)
     return result

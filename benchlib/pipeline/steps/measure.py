@@ -19,6 +19,7 @@ from pydantic import RootModel
 
 from benchlib._exceptions import BenchlibError
 from benchlib._secrets import env_secret
+from benchlib.checks import sdk_view
 from benchlib.engines import http_ok
 from benchlib.measure import measure
 from benchlib.pipeline._declare import Param, Step, StepInputs
@@ -65,6 +66,20 @@ def _measure_once(recipe: Recipe, s: Scenario, base_url: str, result_json: Path,
     cfg = s.measure_config(base_url=base_url, model=recipe.model.served_model_name,
                            tokenizer=tokenizer, result_json=result_json, **shape)
     return measure(cfg, api_key=api_key, on_warmed=on_warmed).to_json()
+
+
+def _sdk(recipe: Recipe, s: Scenario, url: str, tokenizer: Path | None, api_key: str | None,
+         wire: dict[str, Any], conc: int, index: int) -> dict[str, Any]:
+    """The scenario at ``conc`` through the openai SDK, beside the wire run ``wire``."""
+    cfg = s.measure_config(base_url=url, model=recipe.model.served_model_name,
+                           tokenizer=tokenizer, result_json=None, max_concurrency=conc,
+                           num_prompts=s.prompts_at(index), input_len=s.input_len)
+    view = sdk_view(cfg, api_key, wire)
+    print(f"  through the openai SDK ({view.client}): median TTFT "
+          f"{_ms(view.median_ttft_ms, 1)} ({_ms(view.ttft_overhead_ms, 2)} over the wire), "
+          f"TPOT {_ms(view.median_tpot_ms, 2)} ({_ms(view.tpot_overhead_ms, 3)} over)",
+          flush=True)
+    return view.model_dump()
 
 
 def _alive(recipe: Recipe, base_url: str, api_key: str | None) -> bool:
@@ -140,6 +155,9 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                 print(f"{key}: {r['completed']} ok, {r['failed']} failed, median TTFT "
                       f"{_ms(r['median_ttft_ms'], 1)}, TPOT {_ms(r['median_tpot_ms'], 2)}"
                       f"{accept}", flush=True)
+                if s.sdk_view:
+                    keep(key, {**results[key], "sdk": _sdk(recipe, s, url, tokenizer, api_key,
+                                                           results[key], conc, i)})
                 problem = scenario_problem(results[key], s.prompts_at(i),
                                            s.max_failed_fraction)
                 if problem:

@@ -22,7 +22,10 @@ def _measure(tpot: float, conc: int) -> dict[str, Any]:
             "median_ttft_ms": 20.0 * conc, "p99_ttft_ms": 30.0 * conc,
             "median_tpot_ms": tpot * conc, "p99_tpot_ms": tpot * conc * 1.5,
             "output_throughput": 1000 / tpot * conc ** 0.5, "total_input_tokens": 512,
-            "total_output_tokens": 512, "server_metrics": {"kv_cache_usage_peak": 0.1 * conc}}
+            "total_output_tokens": 512, "server_metrics": {"kv_cache_usage_peak": 0.1 * conc},
+            "sdk": {"client": "openai 3.60.0", "median_ttft_ms": 21.5 * conc,
+                    "ttft_overhead_ms": 1.5 * conc, "median_tpot_ms": tpot * conc,
+                    "completed": 4, "failed": 0}}
 
 
 def write(path: Path, data: Any) -> None:
@@ -42,7 +45,9 @@ def make_run(root: Path) -> Path:
               {"plan": {"decode_floor_ms": 0.5, "kv_cache_tokens": 4096,
                         "weights_gib_per_gpu": 0.1}})
         write(run / name / ".results" / "02_launch.json",
-              {"startup_s": 30.0, "command": f"{name} --serve", "log_facts": {}})
+              {"startup_s": 30.0, "command": f"{name} --serve", "log_facts": {},
+               "checks": [{"name": "tool_call", "ok": False, "seconds": 0.2,
+                           "note": "answered without calling get_weather"}]})
         write(run / name / ".results" / "03_measure.json",
               {"chat/c1": _measure(tpot, 1), "chat/c4": _measure(tpot, 4)})
         write(run / name / "03_measure.json", {"provenance": {

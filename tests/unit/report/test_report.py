@@ -14,7 +14,8 @@ def test_report_has_every_section_and_figure_inline(tmp_path: Path) -> None:
     run = make_run(tmp_path)
     files = render_report(run)
     page = files.html.read_text()
-    for section in ("writeup", "what-ran", "provenance", "plan", "figures", "speculative",
+    for section in ("writeup", "what-ran", "provenance", "checks", "plan", "figures",
+                    "speculative",
                     "references", "caveats", "names"):
         assert f"id='{section}'" in page, section
     for fig in FIGURES:
@@ -27,6 +28,7 @@ def test_report_has_every_section_and_figure_inline(tmp_path: Path) -> None:
     assert "1 of 4 streams arrived in bursts" in page
     assert "expected 1 GPUs, found 0" in page and "checkpoint formats differ" in page
     assert "109.42" in page and "engine version" in page
+    assert "answered without calling get_weather" in page and "openai 3.60.0" in page
     assert files.markdown.read_text().startswith("# ab")
     assert "benchlib run params/ab.yaml" in files.markdown.read_text()
 

@@ -1,0 +1,203 @@
+"""Functional checks through the ``openai`` SDK — the client the seeds' own scripts use —
+before anything is measured: does the engine answer a chat, keep reasoning apart from the
+content with thinking on and off, and complete a streamed tool-call round trip (seed 001's
+``get_weather``)?
+
+Each check streams as an application would (``client.chat.completions.create(stream=True)``),
+collects ``delta.content`` and the reasoning the engine sends apart (``delta.reasoning`` or
+``delta.reasoning_content``, whichever the engine names it) separately, and accumulates
+tool-call deltas by index, as seed 001's script does. A check records what it saw and, where
+it fails, what to do (a reasoning parser, a tool-call parser, ``tool_choice: required``); it
+never stops the run: the measurement still says how fast, the check says whether it works.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from benchlib.recipe import FunctionalChecks
+
+__all__ = ["WEATHER_TOOL", "CheckResult", "run_checks"]
+
+#: seed 001's tool, as the cookbook defines it
+WEATHER_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Get current weather information for a location",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "location": {"type": "string", "description": "The city name"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"],
+                         "description": "Temperature unit"}},
+            "required": ["location"]}}}
+_WEATHER_ANSWER = {"location": "Beijing", "temperature": 22, "unit": "celsius",
+                   "description": "Sunny"}
+_CHAT = "Say hello in one short sentence."
+_THINK = "What is 17 + 25? Answer with the number."
+_TOOL = "What's the weather like in Beijing?"
+
+
+class CheckResult(BaseModel):
+    """What one functional check saw."""
+
+    name: str = Field(description="chat, thinking_off, thinking_on or tool_call")
+    ok: bool = Field(description="the engine did what the check asks")
+    seconds: float = Field(description="wall time of the check's requests")
+    content_chars: int = Field(0, description="characters of content streamed")
+    reasoning_chars: int = Field(0, description="characters of reasoning streamed apart "
+                                                "from the content")
+    finish_reason: str | None = Field(None, description="the last finish_reason seen")
+    tool_calls: list[dict[str, Any]] = Field(
+        default_factory=list, description="tool calls assembled from the stream: name and "
+                                          "arguments (JSON text as streamed)")
+    answer_chars: int | None = Field(None, description="tool_call: characters of the answer "
+                                                       "after the tool's result was sent back")
+    note: str = Field("", description="what the result means, and what to do when not ok")
+    error: str | None = Field(None, description="the SDK's error, if a request failed")
+
+
+@dataclass
+class _Stream:
+    content: str = ""
+    reasoning: str = ""
+    finish_reason: str | None = None
+    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
+def _extra(obj: Any, name: str) -> str:
+    """A field the SDK's typed delta may not declare (reasoning): as attribute or extra."""
+    value = getattr(obj, name, None)
+    if value is None:
+        value = (getattr(obj, "model_extra", None) or {}).get(name)
+    return value if isinstance(value, str) else ""
+
+
+def _stream(client: Any, model: str, messages: list[dict[str, Any]], max_tokens: int,
+            **kwargs: Any) -> _Stream:
+    out = _Stream()
+    response = client.chat.completions.create(model=model, messages=messages, stream=True,
+                                              max_tokens=max_tokens, temperature=0, **kwargs)
+    for chunk in response:
+        for choice in chunk.choices or []:
+            delta = choice.delta
+            if delta is not None:
+                out.content += delta.content or ""
+                out.reasoning += _extra(delta, "reasoning") or _extra(delta,
+                                                                      "reasoning_content")
+                for call in delta.tool_calls or []:
+                    acc = out.calls.setdefault(call.index, {"id": None, "name": "",
+                                                            "arguments": ""})
+                    acc["id"] = call.id or acc["id"]
+                    if call.function is not None:
+                        acc["name"] += call.function.name or ""
+                        acc["arguments"] += call.function.arguments or ""
+            out.finish_reason = choice.finish_reason or out.finish_reason
+    return out
+
+
+def _timed(name: str, fn: Any) -> CheckResult:
+    import openai
+
+    start = time.perf_counter()
+    try:
+        result: CheckResult = fn()
+    except openai.OpenAIError as exc:
+        return CheckResult(name=name, ok=False, seconds=time.perf_counter() - start,
+                           error=f"{type(exc).__name__}: {exc}"[:500],
+                           note="the request failed through the SDK")
+    return result.model_copy(update={"seconds": time.perf_counter() - start})
+
+
+def _chat(client: Any, model: str, spec: FunctionalChecks) -> CheckResult:
+    s = _stream(client, model, [{"role": "user", "content": _CHAT}], spec.max_tokens)
+    ok = bool(s.content or s.reasoning)
+    return CheckResult(name="chat", ok=ok, seconds=0, content_chars=len(s.content),
+                       reasoning_chars=len(s.reasoning), finish_reason=s.finish_reason,
+                       note="" if ok else "the stream carried no text")
+
+
+def _thinking(client: Any, model: str, spec: FunctionalChecks, on: bool) -> CheckResult:
+    s = _stream(client, model, [{"role": "user", "content": _THINK}], spec.max_tokens,
+                extra_body={"chat_template_kwargs": {"enable_thinking": on}})
+    name = f"thinking_{'on' if on else 'off'}"
+    if on:
+        ok = True
+        note = ("reasoning came apart from the content" if s.reasoning else
+                "no reasoning came apart from the content: start the engine with a reasoning "
+                "parser (vLLM and SGLang --reasoning-parser …) if the model thinks")
+    else:
+        ok = not s.reasoning
+        note = ("thinking off: no reasoning" if ok else "reasoning with thinking off: the "
+                "chat template ignores chat_template_kwargs.enable_thinking")
+    return CheckResult(name=name, ok=ok, seconds=0, content_chars=len(s.content),
+                       reasoning_chars=len(s.reasoning), finish_reason=s.finish_reason,
+                       note=note)
+
+
+def _tool_call(client: Any, model: str, spec: FunctionalChecks) -> CheckResult:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": _TOOL}]
+    s = _stream(client, model, messages, spec.max_tokens, tools=[WEATHER_TOOL],
+                tool_choice=spec.tool_choice)
+    calls = [{"name": c["name"], "arguments": c["arguments"]} for _, c in sorted(s.calls.items())]
+    base = CheckResult(name="tool_call", ok=False, seconds=0, content_chars=len(s.content),
+                       reasoning_chars=len(s.reasoning), finish_reason=s.finish_reason,
+                       tool_calls=calls)
+    if not calls:
+        return base.model_copy(update={"note": (
+            "answered without calling get_weather: start the engine with a tool-call parser "
+            "(vLLM --enable-auto-tool-choice --tool-call-parser …, SGLang --tool-call-parser "
+            "…), or set checks.tool_choice: required")})
+    first = s.calls[min(s.calls)]
+    required = WEATHER_TOOL["function"]["parameters"]["required"]
+    try:
+        args = json.loads(first["arguments"] or "{}")
+    except ValueError:
+        args = None
+    valid = isinstance(args, dict) and all(k in args for k in required)
+    call_id = first["id"] or "call_0"
+    messages += [{"role": "assistant", "content": None, "tool_calls": [{
+                      "id": call_id, "type": "function",
+                      "function": {"name": first["name"], "arguments": first["arguments"]}}]},
+                 {"role": "tool", "tool_call_id": call_id,
+                  "content": json.dumps(_WEATHER_ANSWER)}]
+    answer = _stream(client, model, messages, spec.max_tokens, tools=[WEATHER_TOOL])
+    text = answer.content + answer.reasoning
+    ok = first["name"] == "get_weather" and valid and bool(text)
+    if first["name"] != "get_weather":
+        note = f"called {first['name']!r}, not get_weather"
+    elif not valid:
+        note = (f"get_weather's arguments are not a JSON object with {', '.join(required)} "
+                f"(a model that cannot call tools, or a tool-call parser that does not match "
+                f"the model); the result was sent back {'and answered' if text else 'unanswered'}")
+    elif not text:
+        note = "no answer after the tool's result was sent back"
+    else:
+        note = "round trip: get_weather called with its arguments, its result sent back, answered"
+    return base.model_copy(update={"ok": ok, "answer_chars": len(text), "note": note})
+
+
+def run_checks(base_url: str, model: str, spec: FunctionalChecks,
+               api_key: str | None = None, timeout_s: float = 120.0) -> list[CheckResult]:
+    """The checks ``spec`` asks for, against the OpenAI-compatible server at ``base_url``
+    (no ``/v1``), in order: chat, thinking off and on, the tool-call round trip."""
+    import openai
+
+    client = openai.OpenAI(base_url=base_url.rstrip("/") + "/v1", api_key=api_key or "EMPTY",
+                           timeout=timeout_s, max_retries=0)
+    out = []
+    if spec.chat:
+        out.append(_timed("chat", lambda: _chat(client, model, spec)))
+    if spec.thinking:
+        out.append(_timed("thinking_off", lambda: _thinking(client, model, spec, False)))
+        out.append(_timed("thinking_on", lambda: _thinking(client, model, spec, True)))
+    if spec.tool_call:
+        out.append(_timed("tool_call", lambda: _tool_call(client, model, spec)))
+    client.close()
+    return out

@@ -1,0 +1,147 @@
+"""What an application sees: a scenario's requests sent again through the ``openai`` SDK's
+async streaming client, timed as an application times them, beside the wire-accurate figures.
+
+The SDK view takes the measurement's own settings (endpoint, dataset, lengths, sampling,
+``max_concurrency``, all requests released at once, the same untimed warmups) with the next
+seed, so its prompts have
+the same shape but are new to the engine: the same prompts would hit the prefix cache and make
+the SDK look faster than the wire. Each request's clock starts before ``create()`` and reads
+``time.perf_counter()`` as the SDK yields each chunk that carries text (content, reasoning or
+completion text); output tokens come from the stream's usage. The differences of the medians
+from the wire run's (``ttft_overhead_ms``, ``tpot_overhead_ms``) are the client-side cost an
+application pays on top of what the engine did — SDK parsing, its HTTP stack, the event
+loop — within the noise of two samples of the same engine (so they can come out negative).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import statistics
+import time
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from benchlib.measure import MeasureConfig, build_requests, load_tokenizer, run_coroutine
+
+__all__ = ["SdkView", "sdk_view"]
+
+_KNOWN = {"model", "messages", "prompt", "stream", "stream_options", "max_tokens",
+          "max_completion_tokens", "temperature"}
+
+
+class SdkView(BaseModel):
+    """A scenario at one concurrency as the ``openai`` SDK's streaming client saw it."""
+
+    client: str = Field(description="the SDK and its version")
+    seed: int = Field(description="the seed of its prompts (the wire run's + 1)")
+    completed: int = Field(description="requests that streamed to the end")
+    failed: int = Field(description="requests that raised")
+    median_ttft_ms: float | None = Field(description="create() → first chunk with text")
+    median_tpot_ms: float | None = Field(
+        description="(last text chunk − first) / (output tokens − 1), per request")
+    median_e2el_ms: float | None = Field(description="create() → end of the stream")
+    ttft_overhead_ms: float | None = Field(
+        None, description="median_ttft_ms − the wire run's median TTFT of the first text")
+    tpot_overhead_ms: float | None = Field(
+        None, description="median_tpot_ms − the wire run's median TPOT after the first text")
+    first_error: str | None = Field(None, description="the first failure's message")
+
+
+def _text(chunk: Any) -> str:
+    parts = []
+    for choice in getattr(chunk, "choices", None) or []:
+        delta = getattr(choice, "delta", None)
+        if delta is not None:
+            parts.append(delta.content or "")
+            extra = getattr(delta, "model_extra", None) or {}
+            parts.append(extra.get("reasoning") or extra.get("reasoning_content") or "")
+        else:
+            parts.append(getattr(choice, "text", "") or "")
+    return "".join(p for p in parts if isinstance(p, str))
+
+
+async def _one(client: Any, kind: str, body: dict[str, Any]) -> tuple[float, float, float,
+                                                                       int]:
+    known = {k: v for k, v in body.items() if k in _KNOWN and k != "stream"}
+    extra = {k: v for k, v in body.items() if k not in _KNOWN}
+    start = time.perf_counter()
+    if kind == "chat":
+        stream = await client.chat.completions.create(stream=True, extra_body=extra, **known)
+    else:
+        stream = await client.completions.create(stream=True, extra_body=extra, **known)
+    first = last = None
+    tokens = 0
+    async for chunk in stream:
+        now = time.perf_counter()
+        if _text(chunk):
+            first = first if first is not None else now
+            last = now
+        usage = getattr(chunk, "usage", None)
+        if usage is not None and usage.completion_tokens is not None:
+            tokens = usage.completion_tokens
+    end = time.perf_counter()
+    if first is None or last is None:
+        raise RuntimeError("the stream carried no text")
+    tpot = (last - first) / (tokens - 1) if tokens > 1 else float("nan")
+    return (first - start) * 1000, tpot * 1000, (end - start) * 1000, tokens
+
+
+async def _all(cfg: MeasureConfig, bodies: list[dict[str, Any]], api_key: str | None
+               ) -> list[tuple[float, float, float, int] | BaseException]:
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=cfg.base_url.rstrip("/") + "/v1",
+                                api_key=api_key or "EMPTY", timeout=cfg.request_timeout,
+                                max_retries=0)
+    gate = asyncio.Semaphore(cfg.max_concurrency or len(bodies))
+
+    async def limited(body: dict[str, Any]) -> tuple[float, float, float, int]:
+        async with gate:
+            return await _one(client, cfg.endpoint, body)
+
+    try:
+        for _ in range(cfg.num_warmups):  # as the wire run: the first prompt, untimed
+            with contextlib.suppress(Exception):
+                await _one(client, cfg.endpoint, bodies[0])
+        return list(await asyncio.gather(*(limited(b) for b in bodies),
+                                         return_exceptions=True))
+    finally:
+        await client.close()
+
+
+def _median(values: list[float]) -> float | None:
+    finite = [v for v in values if v == v]
+    return statistics.median(finite) if finite else None
+
+
+def sdk_view(cfg: MeasureConfig, api_key: str | None = None,
+             wire: dict[str, Any] | None = None) -> SdkView:
+    """Send ``cfg``'s requests (next seed) through ``openai.AsyncOpenAI`` and time them as an
+    application would; with ``wire`` (the wire run's result), the overheads."""
+    import openai
+
+    seeded = cfg.model_copy(update={"seed": cfg.seed + 1})
+    tokenizer = load_tokenizer(cfg.tokenizer) if cfg.tokenizer is not None else None
+    _, raw = build_requests(seeded, tokenizer)
+    bodies = [json.loads(b) for b in raw]
+    outcomes = run_coroutine(_all(seeded, bodies, api_key))  # a kernel's loop runs already
+    ok = [o for o in outcomes if not isinstance(o, BaseException)]
+    errors = [o for o in outcomes if isinstance(o, BaseException)]
+    view = SdkView(client=f"openai {openai.__version__}", seed=seeded.seed, completed=len(ok),
+                   failed=len(errors), median_ttft_ms=_median([o[0] for o in ok]),
+                   median_tpot_ms=_median([o[1] for o in ok]),
+                   median_e2el_ms=_median([o[2] for o in ok]),
+                   first_error=f"{type(errors[0]).__name__}: {errors[0]}"[:300]
+                   if errors else None)
+    if wire:
+        ttft = wire.get("median_ttft_text_ms") or wire.get("median_ttft_ms")
+        tpot = wire.get("median_tpot_text_ms") or wire.get("median_tpot_ms")
+        view = view.model_copy(update={
+            "ttft_overhead_ms": view.median_ttft_ms - ttft
+            if view.median_ttft_ms is not None and ttft is not None else None,
+            "tpot_overhead_ms": view.median_tpot_ms - tpot
+            if view.median_tpot_ms is not None and tpot is not None else None})
+    return view
