@@ -21,7 +21,7 @@ LLAMACPP_VERSION := 0.3.36
 LLAMACPP_BACKEND ?= auto
 GGUF := .models/tiny-llama-gguf
 
-.PHONY: setup engine engines llamacpp model model-gguf browser demo lab test lint unit integration e2e bench peers clean
+.PHONY: setup engine engines llamacpp model model-gguf browser lm-eval demo lab test lint unit integration e2e bench peers clean
 
 $(VENV)/.ok: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -116,8 +116,20 @@ $(CHROMIUM):
 
 browser: $(CHROMIUM)
 
-test: engines model lint browser
-	BENCHLIB_CHROMIUM=$(CHROMIUM) \
+# lm-eval for recipes' accuracy (GSM8K against the engine's endpoint), in its own environment:
+# the api extra needs no torch
+LM_EVAL := .engines/lm-eval
+LM_EVAL_VERSION := 0.4.13
+$(LM_EVAL)/.ok:
+	$(PYTHON) -m venv $(LM_EVAL)
+	$(LM_EVAL)/bin/pip install -q --upgrade pip
+	$(LM_EVAL)/bin/pip install -q "lm-eval[api]==$(LM_EVAL_VERSION)"
+	touch $@
+
+lm-eval: $(LM_EVAL)/.ok
+
+test: engines model lint browser lm-eval
+	BENCHLIB_CHROMIUM=$(CHROMIUM) BENCHLIB_LM_EVAL_PYTHON=$(CURDIR)/$(LM_EVAL)/bin/python \
 	BENCHLIB_ENGINE_PYTHON=$(CURDIR)/$(ENGINE)/bin/python BENCHLIB_TINY_MODEL=$(CURDIR)/$(MODEL) \
 	BENCHLIB_LLAMA_SERVER=$(CURDIR)/$(LLAMACPP)/bin/llama-server \
 	BENCHLIB_TINY_GGUF=$(CURDIR)/$(GGUF) \

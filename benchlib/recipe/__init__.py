@@ -10,6 +10,7 @@ from benchlib.recipe._load import (
     resolve_paths,
 )
 from benchlib.recipe._schema import (
+    AccuracySpec,
     CompareSpec,
     EngineSpec,
     FunctionalChecks,
@@ -24,6 +25,7 @@ from benchlib.recipe._speculative import METHODS, SpecMethod, Speculative
 __all__ = [
     "DIFFERENCES",
     "METHODS",
+    "AccuracySpec",
     "CompareSpec",
     "Difference",
     "EngineSpec",

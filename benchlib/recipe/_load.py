@@ -66,7 +66,8 @@ def load_recipe(path: Path) -> Recipe:
 def map_paths(recipe: Recipe, fn: Callable[[Path], Path]) -> Recipe:
     """The same recipe with ``fn`` applied to every path it names (model folder and
     tokenizer, engine interpreter and executable, draft model, dataset files, runs to
-    compare, reference files, the write-up skeleton — the variants' too): the one list of a
+    compare, reference files, the write-up skeleton, the accuracy data and interpreter — the
+    variants' too): the one list of a
     recipe's paths."""
 
     def fix(p: Path | None) -> Path | None:
@@ -96,7 +97,11 @@ def map_paths(recipe: Recipe, fn: Callable[[Path], Path]) -> Recipe:
     return recipe.model_copy(update={"model": model(recipe.model),
                                      "engine": engine(recipe.engine), "scenarios": scenarios,
                                      "variants": variants, "compare": compare,
-                                    "writeup": fix(recipe.writeup)})
+                                    "writeup": fix(recipe.writeup),
+                                    "accuracy": recipe.accuracy.model_copy(update={
+                                        "data_dir": fn(recipe.accuracy.data_dir),
+                                        "python": fn(recipe.accuracy.python)})
+                                    if recipe.accuracy else None})
 
 
 def resolve_paths(recipe: Recipe, base: Path) -> Recipe:

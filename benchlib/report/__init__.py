@@ -15,10 +15,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
+
+from benchlib._exceptions import UsageError
 from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._results import read_results
+from benchlib.recipe import Recipe
 from benchlib.report._context import ALIASES, report_context, variant_names
 from benchlib.report._html import FIGURES, render_html
+from benchlib.report._shape import shape_context
 from benchlib.report._writeup import (
     DEFAULT_SKELETON,
     fmt_number,
@@ -26,8 +31,9 @@ from benchlib.report._writeup import (
     writeup_notebook,
 )
 
-__all__ = ["ALIASES", "DEFAULT_SKELETON", "FIGURES", "ReportFiles", "fmt_number",
-           "render_report", "render_writeup", "report_context", "writeup_notebook"]
+__all__ = ["ALIASES", "DEFAULT_SKELETON", "FIGURES", "ReportFiles", "check_skeleton",
+           "fmt_number", "render_report", "render_writeup", "report_context", "shape_context",
+           "writeup_notebook"]
 
 
 @dataclass(frozen=True)
@@ -45,16 +51,37 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def render_report(run_dir: str | Path, skeleton: Path | None = None) -> ReportFiles:
+def check_skeleton(recipe: Recipe) -> int:
+    """Render the recipe's write-up skeleton (the kit's when it names none) against the shape
+    of a complete run of it; a name the run will not have raises
+    :class:`~benchlib._exceptions.UsageError`. Returns how many cells it checked."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="benchlib-writeup-") as tmp:
+        notebook = writeup_notebook(Path(tmp), recipe.writeup)
+        render_writeup(notebook, shape_context(recipe))
+        return sum(1 for _ in nbformat.read(str(notebook), as_version=4).cells) - 1
+
+
+def render_report(run_dir: str | Path, skeleton: Path | None = None,
+                  strict: bool = True) -> ReportFiles:
     """Render the run at ``run_dir``: ``report.html``, ``writeup.md`` (and ``writeup.ipynb``
-    from ``skeleton`` the first time)."""
+    from ``skeleton`` the first time). A write-up that cites a name the run lacks raises
+    (``strict``), or else (a run that just ended, some steps failed) the report says so in
+    place of the write-up and is written all the same."""
     run = RunFolder(path=Path(run_dir))
     ctx = report_context(run.path)
     state = json.loads(run.state_json.read_text(encoding="utf-8")) \
         if run.state_json.is_file() else {}
     ctx["recipe_path"] = state.get("recipe", "RECIPE.yaml")
     notebook = writeup_notebook(run.path, skeleton)
-    markdown = render_writeup(notebook, ctx)
+    try:
+        markdown = render_writeup(notebook, ctx)
+    except UsageError as exc:
+        if strict:
+            raise
+        markdown = (f"> **The write-up was not rendered:** {exc}. Edit `{notebook.name}` "
+                    "and run `benchlib report` on this folder.\n")
     launches = {n: read_results(run.variant(n).results("02_launch"))
                 for n in variant_names(run, ctx["recipe"])}
     page = render_html(ctx, markdown, launches, state.get("statuses") or {})

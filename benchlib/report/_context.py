@@ -74,6 +74,7 @@ def report_context(run_dir: str | Path) -> dict[str, Any]:
     variants: dict[str, Any] = {}
     plans: dict[str, Any] = {}
     provenance: dict[str, Any] = {}
+    accuracy: dict[str, Any] = {}
     for name in names:
         folder = run.variant(name)
         launch = read_results(folder.results("02_launch"))
@@ -91,6 +92,9 @@ def report_context(run_dir: str | Path) -> dict[str, Any]:
             "log_facts": launch.get("log_facts") or {},
             **_measurements(folder)})
         plans[name] = read_results(folder.results("00_plan")).get("plan") or {}
+        accuracy[name] = {k.split("/", 1)[1]: v for k, v in
+                          read_results(folder.results("03_measure")).items()
+                          if k.startswith("accuracy/")}
         provenance[name] = (_sidecar(folder, "03_measure").get("provenance")
                             or _sidecar(folder, "02_launch").get("provenance") or {})
     compare = read_results(run.results("04_compare"))
@@ -104,4 +108,5 @@ def report_context(run_dir: str | Path) -> dict[str, Any]:
     return {"recipe": recipe, "variants": _with_underscores(variants),
             "run": variants[names[0]] if names == [""] else {},
             "plan": _with_underscores(plans), "provenance": _with_underscores(provenance),
-            "references": _with_underscores(references), "compare": compare}
+            "references": _with_underscores(references), "compare": compare,
+            "accuracy": _with_underscores(accuracy)}

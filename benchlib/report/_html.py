@@ -145,6 +145,8 @@ def _checks_and_sdk(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
             "wire_median_ttft_ms": f.get("median_ttft_ms"),
             "wire_median_tpot_ms": f.get("median_tpot_ms"), **(f.get("sdk") or {})}
            for v, sc, c, f in measurements(ctx) if f.get("sdk")]
+    accuracy = [{"variant": n or "run", "task": t, **r} for n in launches
+                for t, r in ((ctx.get("accuracy") or {}).get(n) or {}).items()]
     return ("<h2 id='checks'>Functional checks (openai SDK)</h2>"
             + _table(checks, ["variant", "name", "ok", "seconds", "content_chars",
                               "reasoning_chars", "finish_reason", "note", "error"])
@@ -154,7 +156,11 @@ def _checks_and_sdk(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
             + _table(sdk, ["variant", "scenario", "concurrency", "client",
                            "wire_median_ttft_ms", "median_ttft_ms", "ttft_overhead_ms",
                            "wire_median_tpot_ms", "median_tpot_ms", "tpot_overhead_ms",
-                           "completed", "failed"]))
+                           "completed", "failed"])
+            + "<h3>Accuracy (lm-eval)</h3>"
+            + _table(accuracy, ["variant", "task", "n", "num_fewshot", "strict_match",
+                                "strict_match_stderr", "flexible_extract",
+                                "flexible_extract_stderr", "caveat", "error"]))
 
 
 def render_html(ctx: Mapping[str, Any], writeup_md: str,

@@ -141,3 +141,30 @@ def test_functional_checks_and_the_sdk_view_on_the_real_engine(engine: EnginePro
     view = sdk_view(cfg, wire=wire)
     assert (view.completed, view.failed) == (4, 0), view.first_error
     assert view.median_ttft_ms and view.median_tpot_ms and view.ttft_overhead_ms is not None
+
+
+def test_gsm8k_through_lm_eval_on_the_real_engine(engine: EngineProcess,
+                                                  tmp_path: Path) -> None:
+    """A tiny GSM8K run: lm-eval's task on the sample's local files against the engine's
+    /v1/completions; the random weights score 0, and the result says the sample is a smoke
+    test."""
+    from benchlib.accuracy import run_gsm8k
+    from benchlib.recipe import AccuracySpec
+
+    python = Path(os.environ.get("BENCHLIB_LM_EVAL_PYTHON",
+                                 REPO / ".engines" / "lm-eval" / "bin" / "python"))
+    if not python.exists():
+        if os.environ.get("BENCHLIB_LM_EVAL_PYTHON"):
+            pytest.fail(f"lm-eval python {python} is missing (make lm-eval)")
+        pytest.skip("no lm-eval environment; run `make lm-eval`")
+    spec = AccuracySpec(data_dir=REPO / "params" / "data" / "gsm8k", limit=3, num_fewshot=2,
+                        max_gen_toks=48, python=python)
+    base_url = engine.ready_url.rsplit("/v1/", 1)[0]
+    result = run_gsm8k(spec, base_url, "tiny-llama", tmp_path)
+    assert result.n == 3 and result.num_fewshot == 2 and result.lm_eval_version
+    assert result.strict_match is not None and result.flexible_extract is not None
+    assert result.caveat and "smoke test" in result.caveat
+    assert result.samples is not None  # one line per item and filter (strict, flexible)
+    logged = (tmp_path / result.samples).read_text().splitlines()
+    assert {json.loads(line)["doc_id"] for line in logged} == {0, 1, 2}
+    assert (tmp_path / "accuracy" / "tasks" / "gsm8k_local.yaml").is_file()

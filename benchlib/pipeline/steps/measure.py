@@ -19,6 +19,7 @@ from pydantic import RootModel
 
 from benchlib._exceptions import BenchlibError
 from benchlib._secrets import env_secret
+from benchlib.accuracy import run_gsm8k
 from benchlib.checks import sdk_view
 from benchlib.engines import http_ok
 from benchlib.measure import measure
@@ -80,6 +81,31 @@ def _sdk(recipe: Recipe, s: Scenario, url: str, tokenizer: Path | None, api_key:
           f"TPOT {_ms(view.median_tpot_ms, 2)} ({_ms(view.tpot_overhead_ms, 3)} over)",
           flush=True)
     return view.model_dump()
+
+
+def _accuracy(recipe: Recipe, url: str, folder: RunFolder, api_key: str | None,
+              results: dict[str, Any],
+              keep: Callable[[str, dict[str, Any]], None], problems: list[str]) -> None:
+    """The recipe's accuracy run (lm-eval) against the engine, once: a resumed run keeps a
+    score it has."""
+    assert recipe.accuracy is not None
+    key = f"accuracy/{recipe.accuracy.task}"
+    if isinstance(results.get(key), dict) and results[key].get("n"):
+        print(f"{key}: done in an earlier attempt, skipped", flush=True)
+        return
+    print(f"{key}: lm-eval, {recipe.accuracy.limit or 'all'} items, "
+          f"{recipe.accuracy.num_fewshot}-shot", flush=True)
+    try:
+        acc = run_gsm8k(recipe.accuracy, url, recipe.model.served_model_name, folder.path,
+                        api_key=api_key)
+    except BenchlibError as exc:
+        keep(key, {"error": str(exc)})
+        problems.append(f"{key}: {exc}")
+        return
+    keep(key, acc.model_dump())
+    print(f"{key}: strict {acc.strict_match} ± {acc.strict_match_stderr}, flexible "
+          f"{acc.flexible_extract} ± {acc.flexible_extract_stderr} over {acc.n} items"
+          f"{' — ' + acc.caveat if acc.caveat else ''}", flush=True)
 
 
 def _alive(recipe: Recipe, base_url: str, api_key: str | None) -> bool:
@@ -169,6 +195,8 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                 print(lost, flush=True)
                 problems.insert(0, lost)
                 break
+        if recipe.accuracy is not None and "engine_lost" not in results:
+            _accuracy(recipe, url, folder, api_key, results, keep, problems)
     ramp_failures = [k for k, v in results.items() if k.endswith("/ramp")
                      and v.get("failed_at_input_len") is not None]
     if problems:

@@ -49,7 +49,10 @@ def make_run(root: Path) -> Path:
                "checks": [{"name": "tool_call", "ok": False, "seconds": 0.2,
                            "note": "answered without calling get_weather"}]})
         write(run / name / ".results" / "03_measure.json",
-              {"chat/c1": _measure(tpot, 1), "chat/c4": _measure(tpot, 4)})
+              {"chat/c1": _measure(tpot, 1), "chat/c4": _measure(tpot, 4),
+               "accuracy/gsm8k": {"task": "gsm8k_local", "n": 8, "num_fewshot": 4,
+                                  "strict_match": 0.125, "strict_match_stderr": 0.125,
+                                  "caveat": "8 items: a smoke test, not a measurement"}})
         write(run / name / "03_measure.json", {"provenance": {
             "kit_commit": "abc", "python": "CPython 3.11",
             "engine": {"name": name, "version": "1"},

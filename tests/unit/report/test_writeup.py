@@ -71,3 +71,16 @@ def test_a_name_the_run_lacks_is_refused_with_close_names(tmp_path: Path) -> Non
 def test_a_missing_skeleton_is_named(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="cannot read"):
         writeup_notebook(make_run(tmp_path), tmp_path / "none.md")
+
+
+def test_a_run_that_ended_gets_its_report_with_the_write_up_error(tmp_path: Path) -> None:
+    from benchlib.report import render_report
+
+    run = make_run(tmp_path)
+    skeleton = tmp_path / "s.md"
+    skeleton.write_text("## A\n\n{{ variants.gone.chat.c1.tok_s }}\n")
+    with pytest.raises(UsageError):
+        render_report(run, skeleton)
+    files = render_report(run, skeleton, strict=False)
+    assert "The write-up was not rendered" in files.html.read_text()
+    assert "id='figures'" in files.html.read_text()

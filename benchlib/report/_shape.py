@@ -1,0 +1,66 @@
+"""The names a recipe's run will have, before it runs: so ``benchlib run --check`` can refuse a
+write-up skeleton that cites a variant, scenario, concurrency or figure the recipe never
+measures (the render after a long run is the wrong time to learn of a typo).
+
+:func:`shape_context` builds the report context's skeleton from the recipe alone: every
+variant × scenario × concurrency with every result key a measurement carries (and the
+aliases), the references' names and figures, the accuracy task's keys. Plan, provenance and
+compare are free-form here (what they hold depends on the machine and the engine): any name
+under them passes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchlib.accuracy import AccuracyResult
+from benchlib.measure import MeasureResult
+from benchlib.recipe import Recipe
+from benchlib.references import recipe_references
+from benchlib.report._context import ALIASES, _with_underscores
+
+__all__ = ["Anything", "shape_context"]
+
+
+class Anything(dict[str, Any]):
+    """Any key or attribute, to any depth: what a free-form part of the context may hold."""
+
+    def __getattr__(self, name: str) -> Anything:
+        return Anything()
+
+    def __missing__(self, key: str) -> Anything:
+        return Anything()
+
+    def __str__(self) -> str:
+        return "…"
+
+
+def _figures() -> dict[str, float]:
+    keys = [*MeasureResult.model_fields, "per_user_tok_s", "sdk", "server_metrics",
+            "speculative", "kv_cache_usage_peak", *ALIASES]
+    return {k: 1.0 for k in keys}
+
+
+def shape_context(recipe: Recipe) -> dict[str, Any]:
+    """The context a complete run of ``recipe`` renders against, numbers all 1.0."""
+    variants: dict[str, Any] = {}
+    for name, sub in recipe.variant_recipes():
+        scenarios = {s.name: {f"c{c}": _figures() for c in s.concurrencies}
+                     for s in sub.scenarios if not s.ramp_input_lens}
+        variants[name] = _with_underscores({
+            "engine": sub.engine.kind, "speculative": sub.engine.speculative.label,
+            "model": sub.model.id, "checkpoint_format": sub.model.format, "startup_s": 1.0,
+            "log_facts": Anything(), **scenarios})
+    names = list(variants)
+    references = {ref.name: {**dict.fromkeys(("variant", "scenario", "concurrency", "engine",
+                                              "checkpoint", "hardware", "source",
+                                              "published_on", "measured_as", "caveats"), "…"),
+                             **figures}
+                  for ref, figures in recipe_references(recipe)}
+    accuracy = ({n: {recipe.accuracy.task: dict.fromkeys(AccuracyResult.model_fields, 1.0)}
+                 for n in names} if recipe.accuracy else {})
+    return {"recipe": recipe.model_dump(mode="json"), "variants": _with_underscores(variants),
+            "run": variants[names[0]] if names == [""] else {},
+            "plan": Anything(), "provenance": Anything(), "compare": Anything(),
+            "references": _with_underscores(references),
+            "accuracy": _with_underscores(accuracy), "recipe_path": "RECIPE.yaml"}
