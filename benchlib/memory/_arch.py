@@ -217,18 +217,35 @@ def _text_config(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
-def arch_from_dict(raw: dict[str, Any], *, name: str = "model") -> ModelArch:
+#: the keys every decoder config gives (one spelling of each), in the order they are read
+_REQUIRED = (("num_hidden_layers", "n_layer", "num_layers"), ("hidden_size", "d_model", "n_embd"),
+             ("num_attention_heads", "n_head"), ("vocab_size",))
+
+
+def _required(cfg: dict[str, Any], source: str) -> tuple[int, ...]:
+    """The four sizes every decoder has; a missing or non-integer one is named, with the file
+    it was looked for in."""
+    values = []
+    for keys in _REQUIRED:
+        value = _first(cfg, *keys)
+        spelled = " / ".join(keys)
+        if value is None:
+            raise UsageError("--model-config", f"{source}: not a decoder config.json: no "
+                             f"{spelled} (model_type {cfg.get('model_type', 'not given')!r})")
+        try:
+            values.append(int(value))
+        except (TypeError, ValueError):
+            raise UsageError("--model-config", f"{source}: {spelled} is {value!r}, not a "
+                             "whole number") from None
+    return tuple(values)
+
+
+def arch_from_dict(raw: dict[str, Any], *, name: str = "model",
+                   source: str | None = None) -> ModelArch:
     """Parse a ``config.json`` already loaded as a dict (files are read by
-    :func:`benchlib.memory.load_model_config`)."""
+    :func:`benchlib.memory.load_model_config`); ``source``: the file, for messages."""
     cfg = _text_config(raw)
-    try:
-        n = int(_first(cfg, "num_hidden_layers", "n_layer", "num_layers"))
-        hidden = int(_first(cfg, "hidden_size", "d_model", "n_embd"))
-        heads = int(_first(cfg, "num_attention_heads", "n_head"))
-        vocab = int(cfg["vocab_size"])
-    except (TypeError, KeyError, ValueError) as exc:
-        raise UsageError("--model-config", f"{name}: not a decoder config.json "
-                         f"(missing or bad {exc})") from None
+    n, hidden, heads, vocab = _required(cfg, source or name)
     kv_heads = int(_first(cfg, "num_key_value_heads", "multi_query_group_num", "n_head_kv",
                           default=heads))
     mla = None

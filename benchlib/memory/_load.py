@@ -55,6 +55,7 @@ def load_model_config(path: Path | str) -> ModelArch:
         raise UsageError("--model-config", f"{file}: not readable JSON ({exc})") from None
     if not isinstance(raw, dict):
         raise UsageError("--model-config", f"{file}: expected a JSON object")
-    arch = arch_from_dict(raw, name=str(raw.get("_name_or_path") or file.parent.name))
+    arch = arch_from_dict(raw, name=str(raw.get("_name_or_path") or file.parent.name),
+                          source=str(file))
     updates = _checkpoint_index(file.parent)
     return arch.model_copy(update=updates) if updates else arch

@@ -91,7 +91,13 @@ def test_bad_configs_name_the_flag(tmp_path: Path) -> None:
         load_model_config(tmp_path / "missing")
     assert e.value.field == "--model-config"
     (tmp_path / "config.json").write_text('{"model_type": "x"}')
-    with pytest.raises(UsageError, match="not a decoder config"):
+    with pytest.raises(UsageError, match="not a decoder config") as e:
+        load_model_config(tmp_path)
+    # the file given, and the key that is missing
+    assert str(tmp_path / "config.json") in str(e.value)
+    assert "no num_hidden_layers / n_layer / num_layers (model_type 'x')" in str(e.value)
+    (tmp_path / "config.json").write_text('{"num_hidden_layers": "many", "hidden_size": 8}')
+    with pytest.raises(UsageError, match="num_hidden_layers / n_layer / num_layers is 'many'"):
         load_model_config(tmp_path)
 
 
