@@ -93,8 +93,8 @@ def test_timing_self_check_at_concurrency_1(scripted: Callable[..., Any], tmp_pa
         timing = result.timing
         assert timing.clock == "kernel" and timing.stamped_read_fraction == 1.0
         jsonl = out.with_name(out.stem + ".requests.jsonl")
-        # the truth is when the server's send returned: at most a fraction of a ms after
-        # arrival; inside the bounds whether or not the client kept up
+        # the truth lies between the server's send and its return (a stalled server widens
+        # that, not the arrival); it meets the bounds whether or not the client kept up
         assert bracket_coverage(jsonl, server.truth, slack_ms=0.5) == 1.0
         seen.append(timing)
         if ((timing.exact_ttft_fraction or 0.0) >= 0.99 and timing.client_bound is False
