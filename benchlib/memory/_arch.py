@@ -3,8 +3,11 @@
 One reader covers the families whose caches differ in kind, not just in size: dense GQA
 (Llama, Qwen), sliding-window hybrids (gpt-oss, Gemma, Mistral), MLA (DeepSeek, Kimi, GLM-5),
 hybrid linear attention (Qwen3-Next's Gated DeltaNet, Kimi-Linear's KDA) and MoE on top of any
-of them. Each layer gets a kind (``full``, ``sliding``, ``mla``, ``linear``) because that, not
-the model's name, decides how vLLM sizes its cache.
+of them, Mamba hybrids (Jamba, Nemotron-H, Granite-4.0-H, Bamba, Falcon-H1, LFM2) and
+interleaved MoE (Llama 4, Qwen MoE's sparse steps, DeepSeek's dense first layers). Each layer
+gets a mixer kind and a feed-forward kind (:mod:`benchlib.memory._layers`) because those, not
+the model's name, decide its weights and how vLLM sizes its cache. Defaults a config leaves
+out are filled by transformers' config class first (:mod:`benchlib.memory._hf_config`).
 
 This module parses a config already loaded as a dict; finding and opening the file (a folder,
 a ``config.json`` or a GGUF) is :mod:`benchlib.memory._load`'s job, so the GGUF reader can
@@ -18,17 +21,20 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from benchlib._exceptions import UsageError
+from benchlib.memory._hf_config import fill_defaults
+from benchlib.memory._layers import FfnKind, LayerKind, ffn_kinds, has_mamba, mixer_kinds
+from benchlib.memory._towers import tower_params
 
 __all__ = [
+    "FfnKind",
     "LayerKind",
     "LinearAttnSpec",
     "MLASpec",
+    "MambaSpec",
     "MoESpec",
     "ModelArch",
     "arch_from_dict",
 ]
-
-LayerKind = Literal["full", "sliding", "mla", "linear"]
 
 
 class MLASpec(BaseModel):
@@ -57,10 +63,6 @@ class MoESpec(BaseModel):
     expert_intermediate_size: int
     num_shared_experts: int = 0
     shared_intermediate_size: int = 0
-    #: layers before the first MoE layer that keep a dense MLP (``first_k_dense_replace``)
-    first_dense_layers: int = 0
-    #: every n-th layer is MoE (``decoder_sparse_step`` / ``moe_layer_freq``)
-    layer_freq: int = 1
     expert_bias: bool = False
 
 
@@ -79,6 +81,32 @@ class LinearAttnSpec(BaseModel):
     recurrent_fp32: bool
 
 
+class MambaSpec(BaseModel):
+    """A Mamba mixer (or LFM2's gated short convolution): weights by variant, and a fixed
+    state per request (a convolution window plus, for Mamba, the SSM state)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["mamba1", "mamba2", "shortconv"]
+    d_inner: int
+    d_state: int
+    d_conv: int
+    n_heads: int = 0
+    n_groups: int = 1
+    dt_rank: int = 0
+    conv_bias: bool = True
+    proj_bias: bool = False
+    #: the SSM state kept in float32 (``mamba_ssm_cache_dtype``), else the model dtype
+    state_fp32: bool = False
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels the convolution runs over (x, plus B and C for Mamba 2)."""
+        if self.kind == "mamba2":
+            return self.d_inner + 2 * self.n_groups * self.d_state
+        return self.d_inner
+
+
 class ModelArch(BaseModel):
     """Everything about a model that decides its weights, KV cache and decode traffic."""
 
@@ -95,11 +123,30 @@ class ModelArch(BaseModel):
     intermediate_size: int
     tie_embeddings: bool = False
     attention_bias: bool = False
+    #: the MLP is gated (gate, up, down: SwiGLU / GeGLU); GPT-2-era families have two matrices
+    gated_mlp: bool = True
+    mlp_bias: bool = False
+    #: learned absolute position embeddings (rows of ``hidden_size``; 0 for RoPE / ALiBi)
+    learned_positions: int = 0
+    #: LayerNorm with a bias (2 vectors a norm) rather than RMSNorm (1)
+    norm_bias: bool = False
+    #: each layer's mixer: what it keeps per token (attention) or per request (recurrent)
     layer_kinds: tuple[LayerKind, ...]
+    #: each layer's feed-forward (empty: every layer dense, or MoE when ``moe`` is set)
+    ffn_kinds: tuple[FfnKind, ...] = ()
     sliding_window: int | None = None
     mla: MLASpec | None = None
     moe: MoESpec | None = None
     linear: LinearAttnSpec | None = None
+    mamba: MambaSpec | None = None
+    #: every layer runs a Mamba mixer beside its attention (Falcon-H1)
+    parallel_mamba: bool = False
+    #: parameters of vision / audio towers and their projectors (loaded with the weights)
+    tower_params: int = 0
+    #: where the defaults came from ("transformers 5.24.0 Qwen3MoeConfig" or "as written")
+    defaults_from: str = "as written"
+    #: keys the config left out and neither it nor a config class gave: the value assumed
+    assumed: tuple[str, ...] = ()
     torch_dtype: str = "bfloat16"
     max_position_embeddings: int | None = None
     quantization: dict[str, Any] | None = None
@@ -112,11 +159,14 @@ class ModelArch(BaseModel):
     def count(self, kind: LayerKind) -> int:
         return sum(1 for k in self.layer_kinds if k == kind)
 
+    def ffn(self, index: int) -> FfnKind:
+        """Layer ``index``'s feed-forward."""
+        if self.ffn_kinds:
+            return self.ffn_kinds[index]
+        return "moe" if self.moe is not None else "dense"
+
     def is_moe_layer(self, index: int) -> bool:
-        moe = self.moe
-        if moe is None or index < moe.first_dense_layers:
-            return False
-        return (index + 1) % moe.layer_freq == 0 if moe.layer_freq > 1 else True
+        return self.ffn(index) == "moe"
 
 
 def _first(cfg: dict[str, Any], *keys: str, default: Any = None) -> Any:
@@ -126,65 +176,69 @@ def _first(cfg: dict[str, Any], *keys: str, default: Any = None) -> Any:
     return default
 
 
-def _layer_kinds(cfg: dict[str, Any], n: int, mla: bool) -> tuple[list[LayerKind], int | None]:
-    """Per-layer cache kind from ``layer_types``, hybrid-linear keys or sliding-window keys."""
-    attn: LayerKind = "mla" if mla else "full"
-    window = cfg.get("sliding_window")
-    linear_cfg = cfg.get("linear_attn_config")
-    if isinstance(linear_cfg, dict) and linear_cfg.get("full_attn_layers"):
-        full = {int(i) - 1 for i in linear_cfg["full_attn_layers"]}  # 1-based in Kimi-Linear
-        return [attn if i in full else "linear" for i in range(n)], None
-    types = cfg.get("layer_types")
-    if isinstance(types, list) and len(types) == n:
-        kinds: list[LayerKind] = []
-        for t in types:
-            t = str(t)
-            if "linear" in t or t in ("mamba", "ssm", "recurrent"):
-                kinds.append("linear")
-            elif "sliding" in t or t in ("local", "chunked_attention"):
-                kinds.append("sliding")
-            else:
-                kinds.append(attn)
-        return kinds, int(window) if window and "sliding" in kinds else None
-    interval = cfg.get("full_attention_interval")
-    if interval:
-        return [attn if (i + 1) % int(interval) == 0 else "linear" for i in range(n)], None
-    if window and cfg.get("use_sliding_window", True):
-        pattern = _first(cfg, "sliding_window_pattern", "_sliding_window_pattern")
-        if pattern:  # Gemma 2/3: every pattern-th layer is global
-            p = int(pattern)
-            return ["full" if (i + 1) % p == 0 else "sliding" for i in range(n)], int(window)
-        if cfg.get("model_type") in ("mistral", "mixtral", "phi3", "starcoder2"):
-            return ["sliding"] * n, int(window)
-        if "use_sliding_window" in cfg:  # Qwen2-style switch set to true
-            first_full = int(cfg.get("max_window_layers", n))
-            return ["full" if i < first_full else "sliding" for i in range(n)], int(window)
-    return [attn] * n, None
+#: families whose MLP is two matrices (up, down) with an activation between, not gated
+_UNGATED = frozenset({"gpt2", "opt", "bloom", "gpt_neox", "falcon", "phi", "starcoder2",
+                      "gpt_bigcode", "mpt", "gptj", "codegen", "gpt_neo", "biogpt", "xglm"})
+#: of those, the ones with biases on every linear layer and LayerNorm
+_BIASED = frozenset({"gpt2", "opt", "bloom", "gpt_neox", "phi", "starcoder2", "gpt_bigcode",
+                     "gptj", "codegen", "gpt_neo", "biogpt", "xglm"})
 
 
-def _moe(cfg: dict[str, Any], n_layers: int) -> MoESpec | None:
+def _learned_positions(cfg: dict[str, Any], model_type: str) -> int:
+    """Rows of a learned position table: OPT keeps two more than its context."""
+    if model_type == "opt":
+        return int(cfg.get("max_position_embeddings") or 2048) + 2
+    if model_type in ("gpt2", "gpt_bigcode", "gpt_neo", "biogpt", "xglm"):
+        return int(_first(cfg, "n_positions", "max_position_embeddings", default=0))
+    return 0
+
+
+def _moe(cfg: dict[str, Any]) -> MoESpec | None:
     experts = _first(cfg, "n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
     if not experts or int(experts) <= 1:
         return None
     top_k = _first(cfg, "num_experts_per_tok", "experts_per_token", "num_experts_per_token",
-                   "moe_topk", "moe_k", default=1)
+                   "moe_topk", "moe_top_k", "moe_k", default=1)
     inter = int(_first(cfg, "moe_intermediate_size", "expert_intermediate_size",
                        "intermediate_size"))
     shared = _first(cfg, "n_shared_experts", "num_shared_experts", default=0)
-    shared_inter = cfg.get("shared_expert_intermediate_size")
+    shared_inter = _first(cfg, "shared_expert_intermediate_size", "shared_intermediate_size",
+                          "moe_shared_expert_intermediate_size")
+    if str(cfg.get("model_type", "")).startswith("llama4"):  # one shared expert, same size
+        shared, shared_inter = 1, inter
     if shared_inter and not shared:
         shared = 1
-    first_dense = _first(cfg, "first_k_dense_replace", "first_dense_layers", default=0)
-    mlp_only = cfg.get("mlp_only_layers") or []
-    if mlp_only and not first_dense:
-        first_dense = len(mlp_only)
-    freq = _first(cfg, "decoder_sparse_step", "moe_layer_freq", default=1)
     return MoESpec(
         num_experts=int(experts), top_k=int(top_k), expert_intermediate_size=inter,
         num_shared_experts=int(shared),
         shared_intermediate_size=int(shared_inter or inter * int(shared or 0)),
-        first_dense_layers=min(int(first_dense), n_layers), layer_freq=max(1, int(freq)),
         expert_bias=cfg.get("model_type") == "gpt_oss")
+
+
+def _mamba(cfg: dict[str, Any], hidden: int) -> MambaSpec:
+    """The Mamba (or short-convolution) mixer's sizes, under each family's key names."""
+    if cfg.get("conv_L_cache"):  # LFM2: gated short convolution over the hidden size
+        return MambaSpec(kind="shortconv", d_inner=hidden, d_state=0,
+                         d_conv=int(cfg["conv_L_cache"]), conv_bias=bool(cfg.get("conv_bias")))
+    expand = float(_first(cfg, "mamba_expand", "expand", default=2))
+    d_state = int(_first(cfg, "mamba_d_state", "ssm_state_size", "state_size", default=128))
+    d_conv = int(_first(cfg, "mamba_d_conv", "conv_kernel", default=4))
+    heads = int(_first(cfg, "mamba_n_heads", "mamba_num_heads", default=0))
+    head_dim = int(_first(cfg, "mamba_d_head", "mamba_head_dim", default=0))
+    d_inner = int(_first(cfg, "mamba_d_ssm", default=0)) or (heads * head_dim if heads and
+                                                            head_dim else int(expand * hidden))
+    fp32 = str(cfg.get("mamba_ssm_cache_dtype", "")).endswith("float32")
+    conv_bias = bool(_first(cfg, "mamba_conv_bias", "use_conv_bias", default=True))
+    proj_bias = bool(_first(cfg, "mamba_proj_bias", "use_bias", default=False))
+    if heads:  # Mamba 2: multi-head SSM with grouped B/C
+        return MambaSpec(kind="mamba2", d_inner=d_inner, d_state=d_state, d_conv=d_conv,
+                         n_heads=heads, n_groups=int(_first(cfg, "mamba_n_groups", "n_groups",
+                                                            default=1)),
+                         conv_bias=conv_bias, proj_bias=proj_bias, state_fp32=fp32)
+    dt_rank = cfg.get("mamba_dt_rank")
+    rank = -(-hidden // 16) if dt_rank in (None, "auto") else int(dt_rank)
+    return MambaSpec(kind="mamba1", d_inner=d_inner, d_state=d_state, d_conv=d_conv,
+                     dt_rank=rank, conv_bias=conv_bias, proj_bias=proj_bias, state_fp32=fp32)
 
 
 def _linear(cfg: dict[str, Any], num_heads: int) -> LinearAttnSpec | None:
@@ -204,22 +258,10 @@ def _linear(cfg: dict[str, Any], num_heads: int) -> LinearAttnSpec | None:
     return None
 
 
-def _text_config(raw: dict[str, Any]) -> dict[str, Any]:
-    """The language model's keys: nested ``text_config`` (multimodal wrappers) wins, with the
-    wrapper's quantization and dtype kept."""
-    inner = raw.get("text_config")
-    if isinstance(inner, dict) and inner.get("num_hidden_layers"):
-        merged = dict(inner)
-        for key in ("quantization_config", "torch_dtype", "dtype", "tie_word_embeddings"):
-            if key in raw and key not in merged:
-                merged[key] = raw[key]
-        return merged
-    return raw
-
-
 #: the keys every decoder config gives (one spelling of each), in the order they are read
-_REQUIRED = (("num_hidden_layers", "n_layer", "num_layers"), ("hidden_size", "d_model", "n_embd"),
-             ("num_attention_heads", "n_head"), ("vocab_size",))
+_REQUIRED = (("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+             ("hidden_size", "d_model", "n_embd"), ("num_attention_heads", "n_head", "n_heads"),
+             ("vocab_size",))
 
 
 def _required(cfg: dict[str, Any], source: str) -> tuple[int, ...]:
@@ -240,14 +282,22 @@ def _required(cfg: dict[str, Any], source: str) -> tuple[int, ...]:
     return tuple(values)
 
 
-def arch_from_dict(raw: dict[str, Any], *, name: str = "model",
-                   source: str | None = None) -> ModelArch:
+def arch_from_dict(raw: dict[str, Any], *, name: str = "model", source: str | None = None,
+                   fill: bool = True) -> ModelArch:
     """Parse a ``config.json`` already loaded as a dict (files are read by
-    :func:`benchlib.memory.load_model_config`); ``source``: the file, for messages."""
-    cfg = _text_config(raw)
+    :func:`benchlib.memory.load_model_config`); ``source``: the file, for messages;
+    ``fill``: complete the defaults through transformers' config class (off for dicts built
+    from a GGUF header, which states every size)."""
+    if fill:
+        filled = fill_defaults(raw)
+        cfg, defaults_from, assumed = filled.values, filled.defaults_from, filled.assumed
+    else:
+        cfg, defaults_from, assumed = dict(raw), "as written", []
     n, hidden, heads, vocab = _required(cfg, source or name)
+    model_type = str(cfg.get("model_type", "unknown"))
     kv_heads = int(_first(cfg, "num_key_value_heads", "multi_query_group_num", "n_head_kv",
-                          default=heads))
+                          "num_kv_heads",
+                          default=1 if cfg.get("multi_query") is True else heads))
     mla = None
     if cfg.get("kv_lora_rank"):
         idx_dim = cfg.get("index_head_dim") if cfg.get("index_topk") else None
@@ -262,24 +312,41 @@ def arch_from_dict(raw: dict[str, Any], *, name: str = "model",
     head_dim = int(_first(cfg, "head_dim", default=hidden // heads))
     if mla is not None:
         head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
-    kinds, window = _layer_kinds(cfg, n, mla is not None)
+    kinds = mixer_kinds(cfg, n, "mla" if mla is not None else "full")
+    window = cfg.get("sliding_window") or cfg.get("attention_chunk_size")
+    window = int(window) if window and "sliding" in kinds else None
     linear = _linear(cfg, heads) if "linear" in kinds else None
     if "linear" in kinds and linear is None:
-        raise UsageError("--model-config", f"{name}: linear-attention layers without their "
-                         "state sizes (linear_attn_config or linear_*_head_dim keys)")
+        raise UsageError("--model-config", f"{source or name}: linear-attention layers without "
+                         "their state sizes (linear_attn_config or linear_*_head_dim keys)")
+    parallel = cfg.get("model_type") == "falcon_h1"
+    mamba = _mamba(cfg, hidden) if "mamba" in kinds or parallel or (
+        has_mamba(cfg) and "none" in kinds) else None
     quant = raw.get("quantization_config") or cfg.get("quantization_config")
     dtype = str(_first(cfg, "torch_dtype", "dtype", default="bfloat16")).removeprefix("torch.")
-    moe = _moe(cfg, n)
-    inter = int(_first(cfg, "intermediate_size", "ffn_hidden_size", "n_inner",
-                       default=4 * hidden))
+    moe = _moe(cfg)
+    ffns = ffn_kinds(cfg, n, moe is not None)
+    inter = int(_first(cfg, "intermediate_size_mlp", "intermediate_size", "ffn_hidden_size",
+                       "n_inner", "ffn_dim", default=4 * hidden))
+    biased = model_type in _BIASED
+    bias_key = _first(cfg, "mlp_bias", "use_bias", "bias", "enable_bias")
+    if moe is None and "moe" in ffns:
+        raise UsageError("--model-config", f"{source or name}: MoE layers without an expert "
+                         "count (n_routed_experts / num_experts / num_local_experts)")
     return ModelArch(
-        name=name, model_type=str(cfg.get("model_type", "unknown")), num_layers=n,
+        name=name, model_type=model_type, num_layers=n,
         hidden_size=hidden, num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim,
         vocab_size=vocab, intermediate_size=inter,
         tie_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-        attention_bias=bool(cfg.get("attention_bias", cfg.get("model_type") == "qwen2")),
-        layer_kinds=tuple(kinds), sliding_window=window, mla=mla, moe=moe, linear=linear,
-        torch_dtype=dtype,
+        attention_bias=bool(_first(cfg, "attention_bias", "use_bias", "bias", "enable_bias",
+                                   default=model_type == "qwen2" or biased)),
+        gated_mlp=model_type not in _UNGATED,
+        mlp_bias=bool(bias_key) if bias_key is not None else biased,
+        learned_positions=_learned_positions(cfg, model_type), norm_bias=biased,
+        layer_kinds=tuple(kinds), ffn_kinds=tuple(ffns), sliding_window=window, mla=mla,
+        moe=moe, linear=linear, mamba=mamba, parallel_mamba=parallel,
+        tower_params=tower_params(cfg, hidden), defaults_from=defaults_from,
+        assumed=tuple(assumed), torch_dtype=dtype,
         max_position_embeddings=int(cfg["max_position_embeddings"])
         if cfg.get("max_position_embeddings") else None,
         quantization=dict(quant) if isinstance(quant, dict) else None,

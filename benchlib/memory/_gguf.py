@@ -99,7 +99,7 @@ def load_gguf(path: Path | str) -> GGUFInfo:
     except ValueError:
         file_type = f"file_type {ftype}"
     name = str(_value(reader, "general.name") or p.stem)
-    model = arch_from_dict(cfg, name=name)
+    model = arch_from_dict(cfg, name=name, fill=False)
     total = sum(by_type.values())
     model = model.model_copy(update={"checkpoint_bytes": total,
                                      "quantization": {"quant_method": "gguf",

@@ -7,7 +7,9 @@ Per layer and GPU (``vllm/v1/kv_cache_interface.py``):
   latent per token, not per head, so TP does not split it); DeepSeek-V3.2-style sparse
   attention adds the indexer's FP8 key (``index_head_dim`` + a 4-byte scale) per token;
 * sliding window: a request holds at most ``window − 1 + max_num_batched_tokens`` tokens;
-* linear attention (Gated DeltaNet, KDA): a fixed state per request, nothing per token.
+* linear attention (Gated DeltaNet, KDA) and Mamba mixers (Mamba 1/2, LFM2's short
+  convolutions): a fixed state per request (convolution window + recurrent / SSM state),
+  nothing per token; a layer with no mixer (Nemotron-H's MLP and MoE layers) keeps nothing.
 
 Capacity (``vllm/v1/core/kv_cache_utils.py``): layers of one kind form groups of equal size
 (the smallest kind's layer count, or the largest when it is under 1.5× the smallest), a block
@@ -39,6 +41,8 @@ __all__ = [
 ]
 
 KV_CACHE_DTYPES = ("auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2")
+#: layer kinds that keep a fixed state per request instead of KV per token
+_STATEFUL = ("linear", "mamba")
 
 
 class LayerCache(BaseModel):
@@ -47,9 +51,9 @@ class LayerCache(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: LayerKind
-    #: bytes per token (0 for linear layers)
+    #: bytes per token (0 for linear and Mamba layers)
     bytes_per_token: int
-    #: bytes per request (linear layers' recurrent + conv state; 0 otherwise)
+    #: bytes per request (linear and Mamba layers' recurrent + conv state; 0 otherwise)
     state_bytes: int = 0
     window: int | None = None
 
@@ -73,12 +77,12 @@ class KVLayout(BaseModel):
 
     def page_bytes(self, layer: LayerCache) -> int:
         """A block's bytes for one layer: attention pages, or one (padded) recurrent state."""
-        if layer.kind == "linear":
+        if layer.kind in _STATEFUL:
             return self.block_size * self._attn_token_bytes()
         return self.block_size * layer.bytes_per_token
 
     def _attn_token_bytes(self) -> int:
-        return next((x.bytes_per_token for x in self.layers if x.kind != "linear"), 0)
+        return next((x.bytes_per_token for x in self.layers if x.kind not in _STATEFUL), 0)
 
 
 class KVCapacity(BaseModel):
@@ -143,16 +147,26 @@ def kv_layout(a: ModelArch, *, tp: int = 1, kv_cache_dtype: str = "auto", block_
             notes.append("sparse-attention indexer keys counted with the MLA cache")
         if tp > 1:
             notes.append(f"MLA cache is replicated on all {tp} ranks (not split by TP)")
-    state = 0
+    state = ssm = 0
     if a.linear is not None:
         la = a.linear
         conv_dim = (la.num_v_heads * la.head_v_dim + 2 * la.num_k_heads * la.head_k_dim) // tp
         conv = conv_dim * (la.conv_kernel - 1) * 2
         rec_elems = (la.num_v_heads // tp) * la.head_v_dim * la.head_k_dim
         state = conv + rec_elems * (4 if la.recurrent_fp32 else 2)
+    if a.mamba is not None:
+        mb = a.mamba
+        ssm = mb.conv_dim // tp * (mb.d_conv - 1) * 2
+        ssm += mb.d_inner // tp * mb.d_state * (4 if mb.state_fp32 else 2)
     layers = []
     for kind in a.layer_kinds:
-        if kind == "linear":
+        if kind == "none":
+            continue
+        if a.parallel_mamba and kind != "mamba":
+            layers.append(LayerCache(kind="mamba", bytes_per_token=0, state_bytes=ssm))
+        if kind == "mamba":
+            layers.append(LayerCache(kind=kind, bytes_per_token=0, state_bytes=ssm))
+        elif kind == "linear":
             layers.append(LayerCache(kind=kind, bytes_per_token=0, state_bytes=state))
         elif kind == "mla":
             layers.append(LayerCache(kind=kind, bytes_per_token=mla_bytes))
@@ -162,7 +176,9 @@ def kv_layout(a: ModelArch, *, tp: int = 1, kv_cache_dtype: str = "auto", block_
         else:
             layers.append(LayerCache(kind=kind, bytes_per_token=attn_bytes))
     blk = block_size
-    if state:
+    state = max(state, ssm)
+    if state and (attn_bytes if a.mla is None else mla_bytes) and any(
+            x.kind not in _STATEFUL for x in layers):
         attn_tok = mla_bytes if a.mla is not None else attn_bytes
         align = hybrid_block_alignment or (64 if a.mla is not None else 16)
         align = max(align, block_size)
@@ -178,7 +194,7 @@ def kv_layout(a: ModelArch, *, tp: int = 1, kv_cache_dtype: str = "auto", block_
 
 def _blocks_per_request(layer: LayerCache, block: int, max_model_len: int,
                         max_num_batched_tokens: int) -> int:
-    if layer.kind == "linear":
+    if layer.kind in _STATEFUL:
         return 1
     if layer.kind == "sliding" and layer.window:
         tokens = min(layer.window - 1 + max_num_batched_tokens, max_model_len)

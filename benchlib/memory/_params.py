@@ -3,7 +3,11 @@
 The split matters twice: quantization keeps some roles in high precision (embeddings, lm_head,
 norms, routers), and decode reads only some of them per token (the routed experts a token
 picked, not the other 250). Counts follow the Hugging Face module shapes (gated MLPs, biases
-where the family has them); norms and small vectors are counted but are noise.
+where the family has them); norms and small vectors are counted but are noise. Each layer is
+counted by its own mixer (attention, linear attention, Mamba, none) and feed-forward (dense,
+MoE, none), so interleaved and hybrid models come out right. Vision and audio towers are in
+the total (vLLM loads them); multi-token-prediction layers are counted apart (``mtp``), since
+they are loaded only for MTP speculation and published totals differ on including them.
 """
 
 from __future__ import annotations
@@ -12,12 +16,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from benchlib.memory._arch import ModelArch
+from benchlib.memory._arch import MambaSpec, ModelArch
 
 __all__ = ["ParamBreakdown", "ParamRole", "count_params"]
 
-ParamRole = Literal["embed", "lm_head", "attention", "linear_attn", "mlp", "experts",
-                    "shared_experts", "router", "norm"]
+ParamRole = Literal["embed", "lm_head", "attention", "linear_attn", "mamba", "mlp", "experts",
+                    "shared_experts", "router", "norm", "towers"]
 
 
 class ParamBreakdown(BaseModel):
@@ -30,6 +34,9 @@ class ParamBreakdown(BaseModel):
     expert_params: int
     moe_layers: int
     total: int
+    #: parameters of the multi-token-prediction layers, not in ``total`` (loaded only when
+    #: serving with MTP speculation)
+    mtp: int = 0
     #: parameters a decode step reads per token: everything but the routed experts it did not
     #: pick and the embedding table (a lookup reads one row; a tied lm_head still counts)
     active: int
@@ -55,7 +62,8 @@ def _attention_params(a: ModelArch) -> int:
     q = h * a.num_heads * d
     kv = 2 * h * a.num_kv_heads * d
     o = a.num_heads * d * h
-    bias = (a.num_heads + 2 * a.num_kv_heads) * d + (h if a.model_type == "gpt_oss" else 0)
+    o_bias = a.model_type == "gpt_oss" or a.norm_bias  # GPT-2-era families bias o_proj too
+    bias = (a.num_heads + 2 * a.num_kv_heads) * d + (h if o_bias else 0)
     sinks = a.num_heads if a.model_type == "gpt_oss" else 0
     return q + kv + o + (bias if a.attention_bias else 0) + sinks
 
@@ -75,44 +83,79 @@ def _linear_attn_params(a: ModelArch) -> int:
     return h * (2 * k + v) + v * h + gates + h * la.num_v_heads + conv + 3 * la.num_v_heads
 
 
+def _mamba_params(m: MambaSpec, h: int) -> int:
+    """One Mamba / short-convolution mixer: projections, convolution, SSM vectors, norm."""
+    conv = m.conv_dim * m.d_conv + (m.conv_dim if m.conv_bias else 0)
+    if m.kind == "shortconv":  # in_proj to B, C, x; depthwise conv; out_proj
+        return h * 3 * h + conv + h * h
+    out = m.d_inner * h + (h if m.proj_bias else 0)
+    if m.kind == "mamba2":  # in_proj to z, x, B, C, dt; dt_bias, A_log, D; gated norm
+        proj = h * (2 * m.d_inner + 2 * m.n_groups * m.d_state + m.n_heads)
+        proj += (2 * m.d_inner + 2 * m.n_groups * m.d_state + m.n_heads) if m.proj_bias else 0
+        return proj + conv + 3 * m.n_heads + m.d_inner + out
+    proj = h * 2 * m.d_inner + (2 * m.d_inner if m.proj_bias else 0)
+    x_proj = m.d_inner * (m.dt_rank + 2 * m.d_state)
+    dt_proj = m.dt_rank * m.d_inner + m.d_inner
+    return proj + conv + x_proj + dt_proj + m.d_inner * m.d_state + m.d_inner + out \
+        + m.dt_rank + 2 * m.d_state
+
+
 def count_params(a: ModelArch) -> ParamBreakdown:
     """Count parameters by role; the safetensors index total wins for the total when present."""
     h = a.hidden_size
     roles: dict[str, int] = dict.fromkeys(
-        ("embed", "lm_head", "attention", "linear_attn", "mlp", "experts", "shared_experts",
-         "router", "norm"), 0)
+        ("embed", "lm_head", "attention", "linear_attn", "mamba", "mlp", "experts",
+         "shared_experts", "router", "norm", "towers"), 0)
     roles["embed"] = a.vocab_size * h
     roles["lm_head"] = 0 if a.tie_embeddings else a.vocab_size * h
     attn, lin = _attention_params(a), _linear_attn_params(a)
+    mamba = _mamba_params(a.mamba, h) if a.mamba is not None else 0
     moe = a.moe
     expert = 0
     if moe is not None:
         expert = 3 * h * moe.expert_intermediate_size
         if moe.expert_bias:
             expert += 2 * moe.expert_intermediate_size + h
+    i_d = a.intermediate_size
+    dense = (3 if a.gated_mlp else 2) * h * i_d
+    dense += ((2 if a.gated_mlp else 1) * i_d + h) if a.mlp_bias else 0
+    norm = 2 * h if a.norm_bias else h
     moe_layers = 0
     for i, kind in enumerate(a.layer_kinds):
         if kind == "linear":
             roles["linear_attn"] += lin
-        else:
+        elif kind == "mamba":
+            roles["mamba"] += mamba
+        elif kind != "none":
             roles["attention"] += attn
-        roles["norm"] += 2 * h
-        if moe is not None and a.is_moe_layer(i):
+            roles["mamba"] += mamba if a.parallel_mamba else 0
+        ffn = a.ffn(i)
+        roles["norm"] += norm * ((kind != "none") + (ffn != "none"))
+        if moe is not None and ffn == "moe":
             moe_layers += 1
             roles["experts"] += moe.num_experts * expert
             roles["router"] += h * moe.num_experts + (moe.num_experts if moe.expert_bias else 0)
             roles["shared_experts"] += 3 * h * moe.shared_intermediate_size
-        else:
-            roles["mlp"] += 3 * h * a.intermediate_size
-    roles["norm"] += h
+        elif ffn == "dense":
+            roles["mlp"] += dense
+    roles["norm"] += norm
+    roles["embed"] += a.learned_positions * h
+    roles["towers"] = a.tower_params
     total = sum(roles.values())
+    # an MTP layer: one decoder layer (attention + the last layer's feed-forward), two input
+    # norms, the projection of [embedding; hidden] back to hidden and its head's norm
+    last = a.ffn(a.num_layers - 1)
+    ffn_last = (moe.num_experts * expert + h * moe.num_experts
+                + 3 * h * moe.shared_intermediate_size) if moe is not None and last == "moe" \
+        else dense
+    mtp = a.mtp_layers * (attn + ffn_last + 2 * h * h + 5 * h)
     unused = 0
     if moe is not None:
         unused = moe_layers * (moe.num_experts - moe.top_k) * expert
-    active = total - unused - (0 if a.tie_embeddings else roles["embed"])
+    active = total - unused - (0 if a.tie_embeddings else roles["embed"]) - roles["towers"]
     source: Literal["architecture", "safetensors index"] = "architecture"
     if a.checkpoint_params:
         active = round(active * a.checkpoint_params / total)
         total, source = a.checkpoint_params, "safetensors index"
     return ParamBreakdown(by_role=roles, expert_params=expert, moe_layers=moe_layers,
-                          total=total, active=active, source=source)
+                          total=total, mtp=mtp, active=active, source=source)

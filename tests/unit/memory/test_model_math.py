@@ -95,9 +95,10 @@ def test_bad_configs_name_the_flag(tmp_path: Path) -> None:
         load_model_config(tmp_path)
     # the file given, and the key that is missing
     assert str(tmp_path / "config.json") in str(e.value)
-    assert "no num_hidden_layers / n_layer / num_layers (model_type 'x')" in str(e.value)
+    assert "no num_hidden_layers / n_layer / num_layers / n_layers (model_type 'x')" in str(
+        e.value)
     (tmp_path / "config.json").write_text('{"num_hidden_layers": "many", "hidden_size": 8}')
-    with pytest.raises(UsageError, match="num_hidden_layers / n_layer / num_layers is 'many'"):
+    with pytest.raises(UsageError, match="num_hidden_layers / n_layer / num_layers / n_layers is 'many'"):
         load_model_config(tmp_path)
 
 
