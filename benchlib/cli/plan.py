@@ -42,6 +42,10 @@ def register(sub: Any) -> None:
     p.add_argument("--block-size", type=int, default=16)
     p.add_argument("--vllm-version", default="0.32", help="changes how the overhead and the "
                    "'KV cache size' line are computed (default 0.32)")
+    p.add_argument("--engine", choices=("vllm", "sglang"), default="vllm", help="sglang adds "
+                   "what SGLang will report (max_total_num_tokens)")
+    p.add_argument("--mem-fraction-static", type=float, help="SGLang's; default: SGLang's own "
+                   "heuristic for the GPU")
     p.add_argument("--decode-batch", type=int, default=32, help="batch B for the decode floor")
     p.add_argument("--decode-context", type=int, help="context per request for the decode "
                    "floor (default: --max-model-len)")
@@ -77,6 +81,10 @@ def _text(s: dict[str, Any]) -> str:
          f"{s['decode_context_tokens']:,} tokens of context"),
         ("verdict", s["verdict"]),
     ]
+    if "sglang_max_total_num_tokens" in s:
+        rows.insert(-1, ("SGLang", "-" if s["sglang_max_total_num_tokens"] is None else
+                         f"max_total_num_tokens={s['sglang_max_total_num_tokens']:,} at "
+                         f"mem_fraction_static {s['sglang_mem_fraction_static']}"))
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
     lines += [f"{'warning':<{width}}  {w}" for w in s["warnings"]]
@@ -96,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
             kv_budget_gib=args.kv_budget_gib, max_num_batched_tokens=args.max_num_batched_tokens,
             max_num_seqs=args.max_num_seqs, block_size=args.block_size,
             vllm_version=args.vllm_version, decode_batch=args.decode_batch,
-            decode_context=args.decode_context)
+            decode_context=args.decode_context, engine=args.engine,
+            mem_fraction_static=args.mem_fraction_static)
     except ValidationError as exc:
         raise UsageError("plan", validation_message(exc, flags=True)) from None
     summary = plan(cfg).summary()

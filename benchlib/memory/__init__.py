@@ -5,6 +5,8 @@ tokens, max concurrency and the decode floor, per GPU, for any Hugging Face conf
 (:func:`load_model_config`, :func:`count_params`, :func:`weight_plan`, :func:`kv_layout`,
 :func:`kv_capacity`, :func:`decode_floor`) are exported for notebooks that want one step.
 :data:`VLLM_LOG_PATTERNS` is the kit's one table of vLLM's startup lines (engines read it too).
+For SGLang recipes (``PlanConfig(engine="sglang")``) :func:`sglang_pool` predicts SGLang's own
+report, ``max_total_num_tokens`` and the pool's "K size / V size" (:mod:`._sglang`).
 
 Where this layer sits: ``docs/architecture.md``.
 """
@@ -41,6 +43,16 @@ from benchlib.memory._plan import (
     plan,
     sweep_max_model_len,
 )
+from benchlib.memory._sglang import (
+    SGLANG_LOG_PATTERNS,
+    SGLangCaseResult,
+    SGLangPool,
+    check_sglang_case,
+    parse_sglang_log,
+    sglang_cell_bytes,
+    sglang_mem_fraction_default,
+    sglang_pool,
+)
 from benchlib.memory._tokens import (
     TEXT_RULES,
     TextRule,
@@ -57,6 +69,7 @@ __all__ = [
     "GPU",
     "GPUS",
     "KV_CACHE_DTYPES",
+    "SGLANG_LOG_PATTERNS",
     "TEXT_RULES",
     "VLLM_LOG_PATTERNS",
     "WEIGHT_DTYPES",
@@ -75,6 +88,8 @@ __all__ = [
     "ParamBreakdown",
     "Plan",
     "PlanConfig",
+    "SGLangCaseResult",
+    "SGLangPool",
     "TextRule",
     "TextSize",
     "TokenCount",
@@ -82,6 +97,7 @@ __all__ = [
     "WeightPlan",
     "arch_from_dict",
     "check_case",
+    "check_sglang_case",
     "count_params",
     "count_tokens",
     "decode_floor",
@@ -96,9 +112,13 @@ __all__ = [
     "load_model_config",
     "log_number",
     "overhead_model",
+    "parse_sglang_log",
     "parse_vllm_log",
     "plan",
     "plan_figures",
+    "sglang_cell_bytes",
+    "sglang_mem_fraction_default",
+    "sglang_pool",
     "sweep_max_model_len",
     "text_for_tokens",
     "weight_plan",

@@ -34,6 +34,7 @@ from benchlib.memory._kv import (
 )
 from benchlib.memory._load import load_model_config
 from benchlib.memory._params import ParamBreakdown, count_params
+from benchlib.memory._sglang import SGLangPool, sglang_pool
 from benchlib.memory._weights import WEIGHT_DTYPES, WeightPlan, weight_plan
 
 __all__ = ["Overhead", "Plan", "PlanConfig", "overhead_model", "plan", "sweep_max_model_len"]
@@ -73,6 +74,10 @@ class PlanConfig(BaseModel):
     vllm_version: str = "0.32"
     decode_batch: int = Field(32, ge=1)
     decode_context: int | None = Field(None, ge=1)
+    engine: Literal["vllm", "sglang"] = Field(
+        "vllm", description="sglang adds what SGLang will report (max_total_num_tokens)")
+    mem_fraction_static: float | None = Field(
+        None, gt=0, le=1, description="SGLang's --mem-fraction-static (default: SGLang's own)")
 
     @model_validator(mode="after")
     def _check(self) -> PlanConfig:
@@ -177,6 +182,7 @@ class Plan(BaseModel):
     fits: bool
     verdict: str
     warnings: list[str]
+    sglang: SGLangPool | None = None
 
     @property
     def kv_cache_tokens(self) -> int | None:
@@ -226,7 +232,10 @@ class Plan(BaseModel):
             "decode_tokens_per_s_ceiling_at_batch": round(dB.tokens_per_s, 1) if dB else None,
             "fits": self.fits, "verdict": self.verdict, "warnings": self.warnings,
             "notes": self.weights.notes + self.layout.notes,
-        }
+        } | ({} if self.config.engine != "sglang" else {
+            "sglang_mem_fraction_static": self.sglang.mem_fraction_static if self.sglang else None,
+            "sglang_max_total_num_tokens": self.sglang.max_total_num_tokens
+            if self.sglang else None})
 
 
 def _resolve_gpu(cfg: PlanConfig) -> tuple[GPU | None, float | None, float | None]:
@@ -284,23 +293,33 @@ def plan(cfg: PlanConfig, arch: ModelArch | None = None) -> Plan:
         if gap > 0.05:
             warnings.append(f"architecture estimate and checkpoint index differ by "
                             f"{100 * gap:.0f}% (extra tensors such as MTP or vision layers?)")
+    if a.assumed:
+        warnings.append(f"{a.defaults_from} config (model_type {a.model_type!r} unknown to the "
+                        "installed transformers): assumed " + "; ".join(a.assumed))
+    if a.tower_params:
+        warnings.append(f"vision/audio towers counted in the weights: {a.tower_params / 1e9:.2f} "
+                        "B parameters, estimated from their shape")
     if a.mtp_layers:
-        per_layer = weights.per_gpu_gib / a.num_layers
-        warnings.append(f"{a.mtp_layers} MTP layer(s) not counted: serving with "
-                        f"--speculative-config method mtp adds about {per_layer:.1f} GiB per GPU "
-                        "each")
+        mtp_gib = params.mtp * weights.total_bytes / max(1, params.total) / GIB / tp
+        warnings.append(f"{a.mtp_layers} MTP layer(s) ({params.mtp / 1e9:.2f} B parameters) not "
+                        "counted: serving with --speculative-config method mtp adds about "
+                        f"{mtp_gib:.2f} GiB per GPU")
     decode: list[DecodeFloor] = []
     if bandwidth:
         ctx = cfg.decode_context or max_len
         for b in sorted({1, cfg.decode_batch}):
             decode.append(decode_floor(a, weights, layout, bandwidth_gbs=bandwidth, batch=b,
                                        context_tokens=ctx))
+    pool = sglang_pool(a, weights_gib=weights.per_gpu_gib, tp=tp,
+                       kv_cache_dtype=cfg.kv_cache_dtype, gpu_memory_gib=memory,
+                       mem_fraction_static=cfg.mem_fraction_static,
+                       ) if cfg.engine == "sglang" and memory else None
     return Plan(config=cfg, arch=a, gpu=gpu, tp=tp, num_gpus=num_gpus, memory_gib=memory,
                 bandwidth_gbs=bandwidth, max_model_len=max_len, params=params, weights=weights,
                 layout=layout, overhead=overhead, usable_gib=usable, kv_budget_gib=budget,
                 kv_budget_source=source, capacity=capacity,
                 token_report=legacy_token_report(cfg.vllm_version), decode=decode, fits=fits,
-                verdict=verdict, warnings=warnings)
+                verdict=verdict, warnings=warnings + (pool.notes if pool else []), sglang=pool)
 
 
 def _verdict(weights: WeightPlan, usable: float | None, budget: float | None,

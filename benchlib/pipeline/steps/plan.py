@@ -94,6 +94,8 @@ def plan_step(recipe: Recipe, results_path: str | Path = "", *, run_dir: str | P
     the_plan = None
     if config is not None:
         settings = {"max_model_len": recipe.engine.max_model_len, **recipe.plan}
+        if recipe.engine.kind == "sglang":  # the plan also says what SGLang will report
+            settings.setdefault("engine", "sglang")
         the_plan = plan(PlanConfig(model=config, **settings))
     result = PlanResult(scenarios=scenarios.to_dict("records"), warnings=warnings,
                         plan=the_plan.summary() if the_plan else None,

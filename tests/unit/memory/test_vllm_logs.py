@@ -17,7 +17,7 @@ def test_enough_cases_covering_every_kind() -> None:
     assert len(CASES) >= 10
     covered = {c for case in CASES for c in case.covers}
     for kind in ("dense", "gqa", "moe", "mla", "sliding-window", "hybrid-linear-attention",
-                 "tensor-parallel", "oom"):
+                 "tensor-parallel", "oom", "fp8-kv"):
         assert kind in covered, kind
     assert any(c.startswith("quantized") for c in covered)
     with_tokens = [c for c in CASES if "kv_cache_tokens" in c.reported]
