@@ -16,15 +16,13 @@ Run: ``python benchmarks/memory_vs_vllm_logs.py [--save]``. Prints a Markdown ta
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchlib.memory import CaseResult, check_case, load_cases
+from benchmarks._tables import publish, save_flag
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = REPO / "tests" / "data" / "vllm_logs"
@@ -64,22 +62,11 @@ def summary(results: list[CaseResult]) -> str:
             f"{worst(b)} GiB over {len(b)} launches that started")
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--save", action="store_true", help="write the results JSON too")
-    args = ap.parse_args()
+def main() -> None:
+    save = save_flag(__doc__.splitlines()[0])
     results = [check_case(c) for c in load_cases(CASES)]
-    print(table(results))
-    print()
-    print(summary(results))
-    if args.save:
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        out = REPO / "benchmarks" / "results" / f"memory_vs_vllm_logs-{stamp}.json"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps([r.model_dump() for r in results], indent=2) + "\n")
-        print(f"results: {out}")
-    return 0
+    publish("memory_vs_vllm_logs", table(results), summary(results), results, save)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -12,9 +12,6 @@ Run: ``python benchmarks/params_vs_published.py [--save]``. Prints a Markdown ta
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
-import json
 import sys
 from pathlib import Path
 
@@ -27,6 +24,7 @@ from benchlib.memory._corpus import (
     check_corpus_case,
     load_corpus,
 )
+from benchmarks._tables import publish, save_flag
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "data" / "configs" / "corpus"
@@ -64,20 +62,9 @@ def summary(results: list[CorpusResult]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--save", action="store_true", help="also write a JSON result file")
-    args = parser.parse_args()
+    save = save_flag(__doc__.splitlines()[0])
     results = [check_corpus_case(c) for c in load_corpus(CORPUS)]
-    print(table(results))
-    print()
-    print(summary(results))
-    if args.save:
-        out = REPO / "benchmarks" / "results"
-        out.mkdir(parents=True, exist_ok=True)
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        path = out / f"params_vs_published-{stamp}.json"
-        path.write_text(json.dumps([r.model_dump() for r in results], indent=2))
-        print(f"saved {path}")
+    publish("params_vs_published", table(results), summary(results), results, save)
 
 
 if __name__ == "__main__":

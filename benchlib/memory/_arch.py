@@ -130,6 +130,8 @@ class ModelArch(BaseModel):
     learned_positions: int = 0
     #: LayerNorm with a bias (2 vectors a norm) rather than RMSNorm (1)
     norm_bias: bool = False
+    #: attention's output is gated by a second query-sized projection (Qwen3-Next, Qwen3.5)
+    attn_output_gate: bool = False
     #: each layer's mixer: what it keeps per token (attention) or per request (recurrent)
     layer_kinds: tuple[LayerKind, ...]
     #: each layer's feed-forward (empty: every layer dense, or MoE when ``moe`` is set)
@@ -343,6 +345,7 @@ def arch_from_dict(raw: dict[str, Any], *, name: str = "model", source: str | No
         gated_mlp=model_type not in _UNGATED,
         mlp_bias=bool(bias_key) if bias_key is not None else biased,
         learned_positions=_learned_positions(cfg, model_type), norm_bias=biased,
+        attn_output_gate=bool(cfg.get("attn_output_gate", model_type == "qwen3_next")),
         layer_kinds=tuple(kinds), ffn_kinds=tuple(ffns), sliding_window=window, mla=mla,
         moe=moe, linear=linear, mamba=mamba, parallel_mamba=parallel,
         tower_params=tower_params(cfg, hidden), defaults_from=defaults_from,

@@ -59,6 +59,8 @@ class CorpusCase(BaseModel):
     folder: Path
     model: str = Field(description="the hub id")
     model_type: str
+    config: str = Field("config.json", description="the config file, relative to the case "
+                        "folder (another test case's real config is shared, not copied)")
     config_source: str = Field(description="where the config.json was read")
     published: Published
     note: str = ""
@@ -106,7 +108,7 @@ def _summary(kinds: tuple[str, ...]) -> str:
 
 def check_corpus_case(case: CorpusCase) -> CorpusResult:
     """Count ``case``'s parameters from its config alone and compare in the published scope."""
-    arch = load_model_config(case.folder / "config.json")
+    arch = load_model_config(case.folder / case.config)
     params = count_params(arch)
     inc = set(case.published.includes)
     towers = params.by_role.get("towers", 0)

@@ -59,7 +59,7 @@ def _attention_params(a: ModelArch) -> int:
             idx = q_in * m.index_n_heads * m.index_head_dim + h * m.index_head_dim
             idx += h * m.index_n_heads + 2 * m.index_head_dim
         return q + kv + o + idx
-    q = h * a.num_heads * d
+    q = h * a.num_heads * d * (2 if a.attn_output_gate else 1)
     kv = 2 * h * a.num_kv_heads * d
     o = a.num_heads * d * h
     o_bias = a.model_type == "gpt_oss" or a.norm_bias  # GPT-2-era families bias o_proj too

@@ -23,6 +23,24 @@ def test_full_attention_formula_and_tp() -> None:
     assert any("replicated" in n for n in lay.notes)
 
 
+def test_deepseek_v2_lite_mla_matches_vllms_kv_needed_line() -> None:
+    # vllm-project/vllm#15871 (0.8.3, DeepSeek-V2-Lite-Chat, max_model_len 32768): "0.95 GiB KV
+    # cache is needed" — one 512 + 64 latent per token and layer, 27 layers, BF16
+    from benchlib.memory import arch_from_dict
+
+    a = arch_from_dict({"model_type": "deepseek_v2", "num_hidden_layers": 27,
+                        "hidden_size": 2048, "num_attention_heads": 16, "vocab_size": 102400,
+                        "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+                        "v_head_dim": 128, "q_lora_rank": None, "n_routed_experts": 64,
+                        "num_experts_per_tok": 6, "moe_intermediate_size": 1408,
+                        "n_shared_experts": 2, "first_k_dense_replace": 1,
+                        "intermediate_size": 10944})
+    lay = kv_layout(a)
+    assert lay.bytes_per_token == 27 * (512 + 64) * 2
+    assert round(lay.bytes_per_token * 32768 / GIB, 2) == 0.95
+    assert a.ffn(0) == "dense" and a.ffn(1) == "moe"
+
+
 def test_mla_is_per_layer_on_every_rank() -> None:
     a = load_model_config(DATA / "examples" / "glm-5.2")
     one = kv_layout(a)
