@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from benchlib.checks._delta import reasoning_text
 from benchlib.recipe import FunctionalChecks
 
 __all__ = ["WEATHER_TOOL", "CheckResult", "run_checks"]
@@ -71,14 +72,6 @@ class _Stream:
     calls: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
-def _extra(obj: Any, name: str) -> str:
-    """A field the SDK's typed delta may not declare (reasoning): as attribute or extra."""
-    value = getattr(obj, name, None)
-    if value is None:
-        value = (getattr(obj, "model_extra", None) or {}).get(name)
-    return value if isinstance(value, str) else ""
-
-
 def _stream(client: Any, model: str, messages: list[dict[str, Any]], max_tokens: int,
             **kwargs: Any) -> _Stream:
     out = _Stream()
@@ -89,8 +82,7 @@ def _stream(client: Any, model: str, messages: list[dict[str, Any]], max_tokens:
             delta = choice.delta
             if delta is not None:
                 out.content += delta.content or ""
-                out.reasoning += _extra(delta, "reasoning") or _extra(delta,
-                                                                      "reasoning_content")
+                out.reasoning += reasoning_text(delta)
                 for call in delta.tool_calls or []:
                     acc = out.calls.setdefault(call.index, {"id": None, "name": "",
                                                             "arguments": ""})

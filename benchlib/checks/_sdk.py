@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from benchlib.checks._delta import reasoning_text
 from benchlib.measure import MeasureConfig, build_requests, load_tokenizer, run_coroutine
 
 __all__ = ["SdkView", "sdk_view"]
@@ -56,8 +57,7 @@ def _text(chunk: Any) -> str:
         delta = getattr(choice, "delta", None)
         if delta is not None:
             parts.append(delta.content or "")
-            extra = getattr(delta, "model_extra", None) or {}
-            parts.append(extra.get("reasoning") or extra.get("reasoning_content") or "")
+            parts.append(reasoning_text(delta))
         else:
             parts.append(getattr(choice, "text", "") or "")
     return "".join(p for p in parts if isinstance(p, str))

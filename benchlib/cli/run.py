@@ -41,13 +41,13 @@ def _check(path: Path) -> None:
     resolved = resolve_paths(recipe, Path.cwd())
     for checked in check_recipe_args(resolved):
         print(checked.summary)
+    refs = recipe_references(resolved)  # read once: the write-up check below uses them
     if recipe.compare.references:
-        refs = recipe_references(resolved)
         print(f"references: {len(refs)} published results in "
               f"{len(recipe.compare.references)} files, each beside a scenario of the recipe")
     from benchlib.report import check_skeleton
 
-    cells = check_skeleton(resolved)
+    cells = check_skeleton(resolved, refs)
     print(f"write-up: {cells} cells, every name they cite is one the run will have")
     engines = ", ".join(f"{name}: {r.engine.kind}, speculative "
                         f"{r.engine.speculative.label}" for name, r in

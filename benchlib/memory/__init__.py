@@ -45,14 +45,13 @@ from benchlib.memory._plan import (
 )
 from benchlib.memory._sglang import (
     SGLANG_LOG_PATTERNS,
-    SGLangCaseResult,
     SGLangPool,
-    check_sglang_case,
     parse_sglang_log,
     sglang_cell_bytes,
     sglang_mem_fraction_default,
     sglang_pool,
 )
+from benchlib.memory._sglang_cases import SGLangCaseResult, check_sglang_case
 from benchlib.memory._tokens import (
     TEXT_RULES,
     TextRule,

@@ -13,7 +13,7 @@ from benchlib.pipeline.steps import step_table
 from benchlib.pipeline.steps._summary import measure_figure, summary_table
 from benchlib.pipeline.steps.compare import Compared, CompareResult, compare, compare_runs
 from benchlib.pipeline.steps.download import DownloadResult, download_model
-from benchlib.pipeline.steps.launch import LaunchResult, launch_summary
+from benchlib.pipeline.steps.launch import LaunchResult, launch_summary, plan_vs_engine_table
 from benchlib.pipeline.steps.measure import Measured, MeasureResult, measure_scenarios
 from benchlib.pipeline.steps.plan import (
     PlanResult,
@@ -54,6 +54,7 @@ __all__ = [
     "plan_overview",
     "plan_step",
     "plan_table",
+    "plan_vs_engine_table",
     "read_results",
     "read_sidecar",
     "run_recipe",

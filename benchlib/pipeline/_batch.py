@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from benchlib._exceptions import BenchlibError, UsageError
 from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._results import read_results
+from benchlib.pipeline._results import read_results, write_atomic
 from benchlib.pipeline._runner import RunSummary
 from benchlib.pipeline.steps._summary import summary_table
 
@@ -125,14 +125,8 @@ def render_index(index: BatchIndex) -> str:
 
 
 def _write(folder: Path, index: BatchIndex) -> None:
-    for name, text in (("index.json", index.model_dump_json(indent=2) + "\n"),
-                       ("index.html", render_index(index))):
-        tmp = folder / f".{name}.tmp"
-        with tmp.open("w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        tmp.replace(folder / name)
+    write_atomic(folder / "index.json", index.model_dump_json(indent=2) + "\n")
+    write_atomic(folder / "index.html", render_index(index))
 
 
 def run_batch(recipes: Sequence[Path], outputs: Path,

@@ -4,12 +4,13 @@ later failure or a kill keeps what was saved), read back by the runner for the s
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["read_results", "save_results"]
+__all__ = ["read_results", "save_results", "write_atomic"]
 
 
 def save_results(results_path: str | Path, results: BaseModel | dict[str, Any]) -> None:
@@ -20,9 +21,18 @@ def save_results(results_path: str | Path, results: BaseModel | dict[str, Any]) 
     data = results.model_dump(mode="json") if isinstance(results, BaseModel) else results
     path = Path(results_path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str, allow_nan=False) + "\n",
-                   encoding="utf-8")
+    write_atomic(path, json.dumps(data, indent=2, default=str, allow_nan=False) + "\n")
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write ``data`` (text as UTF-8) to ``path`` whole or not at all: into a hidden file
+    beside it, flushed to disk, then renamed over it, so a crash or a kill never leaves half
+    a file and a reader sees the old one or the new one."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("wb") as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+        fh.flush()
+        os.fsync(fh.fileno())
     tmp.replace(path)
 
 

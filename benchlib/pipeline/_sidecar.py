@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchlib._secrets import scrub_bytes
+from benchlib.pipeline._results import write_atomic
 from benchlib.provenance import Provenance
 
 __all__ = ["Sidecar", "Status", "StepError", "read_sidecar", "write_sidecar"]
@@ -59,9 +60,8 @@ class Sidecar(BaseModel):
 
 def write_sidecar(path: Path, sidecar: Sidecar, secrets: Sequence[str] = ()) -> None:
     """Write atomically (a crash never leaves half a sidecar), without ``secrets``."""
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_bytes(scrub_bytes((sidecar.model_dump_json(indent=2) + "\n").encode(), secrets))
-    tmp.replace(path)
+    write_atomic(path, scrub_bytes((sidecar.model_dump_json(indent=2) + "\n").encode(),
+                                   secrets))
 
 
 def read_sidecar(path: Path) -> Sidecar:

@@ -11,7 +11,6 @@ again after the write-up was edited.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,8 +18,9 @@ import nbformat
 
 from benchlib._exceptions import UsageError
 from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._results import read_results
+from benchlib.pipeline._results import read_results, write_atomic
 from benchlib.recipe import Recipe
+from benchlib.references import Reference
 from benchlib.report._context import ALIASES, report_context, variant_names
 from benchlib.report._html import FIGURES, render_html
 from benchlib.report._shape import shape_context
@@ -45,21 +45,17 @@ class ReportFiles:
     notebook: Path
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def check_skeleton(recipe: Recipe) -> int:
+def check_skeleton(recipe: Recipe,
+                   references: list[tuple[Reference, dict[str, float]]] | None = None) -> int:
     """Render the recipe's write-up skeleton (the kit's when it names none) against the shape
     of a complete run of it; a name the run will not have raises
-    :class:`~benchlib._exceptions.UsageError`. Returns how many cells it checked."""
+    :class:`~benchlib._exceptions.UsageError`. Returns how many cells it checked.
+    ``references``: the recipe's, when the caller has read them already."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="benchlib-writeup-") as tmp:
         notebook = writeup_notebook(Path(tmp), recipe.writeup)
-        render_writeup(notebook, shape_context(recipe))
+        render_writeup(notebook, shape_context(recipe, references))
         return sum(1 for _ in nbformat.read(str(notebook), as_version=4).cells) - 1
 
 
@@ -87,6 +83,6 @@ def render_report(run_dir: str | Path, skeleton: Path | None = None,
     page = render_html(ctx, markdown, launches, state.get("statuses") or {})
     files = ReportFiles(html=run.path / "report.html", markdown=run.path / "writeup.md",
                         notebook=notebook)
-    _write(files.markdown, markdown)
-    _write(files.html, page)
+    write_atomic(files.markdown, markdown)
+    write_atomic(files.html, page)
     return files

@@ -3,7 +3,9 @@
 ::
 
     recipe        the validated recipe (recipe.json)
-    variants      name → {engine, speculative, startup_s, <scenario> → {c<N> → figures}}
+    variants      name → {engine, speculative, startup_s, log_facts,
+                  plan_vs_engine → {<figure> → {plan, engine, diff_pct, flagged, source …}},
+                  <scenario> → {c<N> → figures}}
     run           the same as variants' only entry, for a recipe without variants
     plan          name → 00_plan's numbers (weights, KV capacity, decode floor …)
     references    name → a published result's figures and fields
@@ -25,7 +27,7 @@ from typing import Any
 
 from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._results import read_results
-from benchlib.pipeline.steps._summary import summary_table
+from benchlib.pipeline.steps._summary import measurements
 
 __all__ = ["ALIASES", "report_context", "variant_names"]
 
@@ -53,15 +55,13 @@ def variant_names(run: RunFolder, recipe: dict[str, Any]) -> list[str]:
     return [v["name"] for v in recipe.get("variants") or []] or [""]
 
 
-def _measurements(folder: RunFolder) -> dict[str, Any]:
-    measured = read_results(folder.results("03_measure"))
+def _by_scenario(measured: dict[str, Any]) -> dict[str, Any]:
+    """scenario → c<N> → the measurement's figures, with the aliases."""
     by_scenario: dict[str, dict[str, Any]] = {}
-    for _, row in summary_table(measured).iterrows():
-        result = dict(measured.get(f"{row['scenario']}/c{row['concurrency']}", {}))
-        result["per_user_tok_s"] = row["per_user_tok_s"]
+    for scenario, concurrency, result in measurements(measured):
         for alias, key in ALIASES.items():
             result[alias] = result.get(key)
-        by_scenario.setdefault(str(row["scenario"]), {})[f"c{row['concurrency']}"] = result
+        by_scenario.setdefault(scenario, {})[f"c{concurrency}"] = result
     return by_scenario
 
 
@@ -78,6 +78,7 @@ def report_context(run_dir: str | Path) -> dict[str, Any]:
     for name in names:
         folder = run.variant(name)
         launch = read_results(folder.results("02_launch"))
+        measured = read_results(folder.results("03_measure"))
         sub = json.loads(folder.recipe_json.read_text(encoding="utf-8")) \
             if name and folder.recipe_json.is_file() else recipe
         engine = sub.get("engine") or {}
@@ -90,10 +91,11 @@ def report_context(run_dir: str | Path) -> dict[str, Any]:
             "checkpoint_format": (sub.get("model") or {}).get("format"),
             "startup_s": launch.get("startup_s"),
             "log_facts": launch.get("log_facts") or {},
-            **_measurements(folder)})
+            "plan_vs_engine": {r["figure"]: r for r in
+                               (launch.get("plan_vs_engine") or {}).get("rows") or []},
+            **_by_scenario(measured)})
         plans[name] = read_results(folder.results("00_plan")).get("plan") or {}
-        accuracy[name] = {k.split("/", 1)[1]: v for k, v in
-                          read_results(folder.results("03_measure")).items()
+        accuracy[name] = {k.split("/", 1)[1]: v for k, v in measured.items()
                           if k.startswith("accuracy/")}
         provenance[name] = (_sidecar(folder, "03_measure").get("provenance")
                             or _sidecar(folder, "02_launch").get("provenance") or {})

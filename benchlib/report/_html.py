@@ -3,10 +3,11 @@ figures as data: URIs) that a browser opens offline.
 
 Sections, in reading order: the write-up; what ran (variants, scenarios, the commands); the
 provenance card; the functional checks and what an application sees (openai SDK); the plan
-against what was measured (TPOT against the decode floor, peak KV use against capacity); the
-figures (Pareto view, TTFT and TPOT spread per concurrency);
-speculative acceptance; published references; caveats and every provenance difference; and
-an appendix of the names a write-up can cite.
+against the live engine (weights, KV budget, KV tokens and blocks as the engine reported them
+at launch, a difference above 2 % flagged); the plan against what was measured (TPOT against
+the decode floor, peak KV use against the plan's expectation); the figures (Pareto view,
+TTFT and TPOT spread per concurrency); speculative acceptance; published references; caveats
+and every provenance difference; and an appendix of the names a write-up can cite.
 """
 
 from __future__ import annotations
@@ -123,19 +124,43 @@ def _plan_vs_measured(ctx: Mapping[str, Any]) -> str:
         floor = plan.get("decode_floor_ms")
         tpot = fig.get("median_tpot_ms")
         kv_peak = (fig.get("server_metrics") or {}).get("kv_cache_usage_peak")
+        kv = fig.get("kv_usage_vs_plan") or {}
         rows.append({"variant": variant or "run", "scenario": scenario, "concurrency": conc,
                      "weights_gib_per_gpu": plan.get("weights_gib_per_gpu"),
                      "planned_kv_tokens": plan.get("kv_cache_tokens"),
                      "decode_floor_ms": floor, "median_tpot_ms": tpot,
                      "tpot_over_floor": tpot / floor if tpot and floor else None,
-                     "kv_cache_usage_peak": kv_peak})
+                     "kv_cache_usage_peak": kv_peak,
+                     "kv_cache_usage_expected": kv.get("expected")})
     return ("<h2 id='plan'>The plan against what was measured</h2><p class='muted'>The "
             "decode floor is the TPOT the GPU's memory bandwidth allows one request (weights "
             "and KV read once per step): no engine beats it; tpot_over_floor says how far "
-            "above it the run decoded. KV use is the engine's own peak (1.0: full).</p>"
+            "above it the run decoded. KV use is the engine's own peak (1.0: full), beside "
+            "what the plan expects of the scenario (concurrency × tokens per request over the "
+            "capacity the plan computed for the engine).</p>"
             + _table(rows, ["variant", "scenario", "concurrency", "weights_gib_per_gpu",
                             "planned_kv_tokens", "decode_floor_ms", "median_tpot_ms",
-                            "tpot_over_floor", "kv_cache_usage_peak"]))
+                            "tpot_over_floor", "kv_cache_usage_peak",
+                            "kv_cache_usage_expected"]))
+
+
+def _plan_vs_engine(launches: Mapping[str, Any]) -> str:
+    rows: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for name, launch in launches.items():
+        vs = launch.get("plan_vs_engine") or {}
+        if vs.get("skipped"):
+            skipped.append(f"{name or 'run'}: {vs['skipped']}")
+        for r in vs.get("rows") or []:
+            rows.append({"variant": name or "run", **r,
+                         "flagged": f"yes: {r.get('advice')}" if r.get("flagged") else "no"})
+    return ("<h2 id='plan-vs-engine'>The plan against the live engine</h2><p class='muted'>"
+            "The memory plan, computed at launch for each engine's own settings (its model "
+            "file, max_model_len, KV dtype, block size, budget), beside what the running engine "
+            "reported: its log lines and its /metrics. A difference above 2 % is flagged.</p>"
+            + _table(rows, ["variant", "figure", "unit", "plan", "engine", "diff_pct",
+                            "flagged", "source"])
+            + "".join(f"<p class='muted'>{html.escape(s)}</p>" for s in skipped))
 
 
 def _checks_and_sdk(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
@@ -190,7 +215,7 @@ def render_html(ctx: Mapping[str, Any], writeup_md: str,
                                                for k, v in statuses.items()) + "</p>",
         "<h2 id='writeup'>Write-up</h2><div class='writeup'>", md.render(writeup_md),
         "</div>", _what_ran(ctx, launches), _provenance(ctx), _checks_and_sdk(ctx, launches),
-        _plan_vs_measured(ctx),
+        _plan_vs_engine(launches), _plan_vs_measured(ctx),
         "<h2 id='figures'>Figures</h2>",
         _figure("pareto", pareto_png(ctx), "Per-user against total output tokens/s along "
                 "concurrency: the Pareto view (up and right is better)"),

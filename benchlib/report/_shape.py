@@ -16,7 +16,7 @@ from typing import Any
 from benchlib.accuracy import AccuracyResult
 from benchlib.measure import MeasureResult
 from benchlib.recipe import Recipe
-from benchlib.references import recipe_references
+from benchlib.references import Reference, recipe_references
 from benchlib.report._context import ALIASES, _with_underscores
 
 __all__ = ["Anything", "shape_context"]
@@ -37,12 +37,16 @@ class Anything(dict[str, Any]):
 
 def _figures() -> dict[str, float]:
     keys = [*MeasureResult.model_fields, "per_user_tok_s", "sdk", "server_metrics",
-            "speculative", "kv_cache_usage_peak", *ALIASES]
+            "speculative", "kv_cache_usage_peak", "kv_usage_vs_plan", *ALIASES]
     return {k: 1.0 for k in keys}
 
 
-def shape_context(recipe: Recipe) -> dict[str, Any]:
-    """The context a complete run of ``recipe`` renders against, numbers all 1.0."""
+def shape_context(recipe: Recipe,
+                  references: list[tuple[Reference, dict[str, float]]] | None = None
+                  ) -> dict[str, Any]:
+    """The context a complete run of ``recipe`` renders against, numbers all 1.0;
+    ``references``: the recipe's, when the caller has read them already
+    (:func:`~benchlib.references.recipe_references`)."""
     variants: dict[str, Any] = {}
     for name, sub in recipe.variant_recipes():
         scenarios = {s.name: {f"c{c}": _figures() for c in s.concurrencies}
@@ -50,17 +54,19 @@ def shape_context(recipe: Recipe) -> dict[str, Any]:
         variants[name] = _with_underscores({
             "engine": sub.engine.kind, "speculative": sub.engine.speculative.label,
             "model": sub.model.id, "checkpoint_format": sub.model.format, "startup_s": 1.0,
-            "log_facts": Anything(), **scenarios})
+            "log_facts": Anything(), "plan_vs_engine": Anything(), **scenarios})
     names = list(variants)
-    references = {ref.name: {**dict.fromkeys(("variant", "scenario", "concurrency", "engine",
-                                              "checkpoint", "hardware", "source",
-                                              "published_on", "measured_as", "caveats"), "…"),
-                             **figures}
-                  for ref, figures in recipe_references(recipe)}
+    if references is None:
+        references = recipe_references(recipe)
+    published = {ref.name: {**dict.fromkeys(("variant", "scenario", "concurrency", "engine",
+                                             "checkpoint", "hardware", "source",
+                                             "published_on", "measured_as", "caveats"), "…"),
+                            **figures}
+                 for ref, figures in references}
     accuracy = ({n: {recipe.accuracy.task: dict.fromkeys(AccuracyResult.model_fields, 1.0)}
                  for n in names} if recipe.accuracy else {})
     return {"recipe": recipe.model_dump(mode="json"), "variants": _with_underscores(variants),
             "run": variants[names[0]] if names == [""] else {},
             "plan": Anything(), "provenance": Anything(), "compare": Anything(),
-            "references": _with_underscores(references),
+            "references": _with_underscores(published),
             "accuracy": _with_underscores(accuracy), "recipe_path": "RECIPE.yaml"}

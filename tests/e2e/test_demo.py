@@ -2,7 +2,8 @@
 off, llama.cpp CPU with a draft model on and off, the same tiny model and prompts — through
 every notebook into one dated run folder: each variant's steps ok with full provenance, the
 fair-A/B probe passed, the server's own speculative counters set against the client's
-tokens and chunks, 04_compare with every variant side by side; no engine left behind."""
+tokens and chunks, the memory plan within 2 % of what each engine allocated, 04_compare with
+every variant side by side; no engine left behind."""
 
 from __future__ import annotations
 
@@ -104,6 +105,7 @@ def check_demo_run(run: Path) -> None:
             sdk = read_sidecar(run / variant / "03_measure.json").results[f"chat/c{conc}"]["sdk"]
             assert (sdk["completed"], sdk["failed"]) == (n, 0), (variant, sdk)
             assert sdk["median_ttft_ms"] and sdk["ttft_overhead_ms"] is not None, sdk
+    check_plan_vs_engine(run)
     vllm = read_sidecar(run / "vllm-nospec" / "03_measure.json").provenance
     assert vllm.engine.version == "0.32.0" and vllm.engine.log_facts["kv_cache_tokens"] == 524288
     probes = {v: read_sidecar(run / v / "02_launch.json").results["probe"] for v in VARIANTS}
@@ -117,6 +119,28 @@ def check_demo_run(run: Path) -> None:
     assert all("engine:" in r["caveats"] for r in rows)
 
 
+def check_plan_vs_engine(run: Path) -> None:
+    """02_launch's plan against the live engine: the KV capacity each engine allocated is the
+    plan's within 2 % (vLLM CPU: 524,288 tokens in 4,096 blocks of 128 from its 1 GiB;
+    llama.cpp: 4 slots × 2,048 cells, 16 MiB of F16 KV), nothing flagged; 03_measure puts the
+    plan's expected KV use beside each scenario's peak."""
+    wanted = {"vllm": ("kv_budget_gib", "kv_cache_tokens", "kv_blocks"),
+              "llamacpp": ("weights_gib", "kv_cache_gib", "kv_cache_tokens")}
+    for variant in VARIANTS:
+        vs = read_sidecar(run / variant / "02_launch.json").results["plan_vs_engine"]
+        assert vs["skipped"] is None, (variant, vs)
+        rows = {r["figure"]: r for r in vs["rows"]}
+        for figure in wanted[variant.split("-")[0]]:
+            r = rows[figure]
+            assert r["engine"] is not None and abs(r["diff_pct"]) <= 2.0, (variant, r)
+        assert not any(r["flagged"] for r in vs["rows"]), (variant, vs["rows"])
+        for key, r in read_sidecar(run / variant / "03_measure.json").results.items():
+            kv = r["kv_usage_vs_plan"]
+            assert 0 < kv["expected"] < 1 and kv["capacity_flagged"] is False, (variant, key)
+            if variant.startswith("vllm"):  # llama.cpp b11312 exposes no KV usage
+                assert kv["peak"] is not None, (variant, key, kv)
+
+
 def check_demo_report(run: Path, screenshot: Path) -> None:
     """The run's report renders in a browser, offline: no console errors, every figure
     drawn, every variant named; its write-up cites the run's own numbers."""
@@ -127,4 +151,5 @@ def check_demo_report(run: Path, screenshot: Path) -> None:
         assert variant in seen.text
     writeup = (run / "writeup.md").read_text()
     assert "benchlib run params/demo.yaml" in writeup and "tok/s per user" in writeup
+    assert "The plan against the live engine" in seen.text and "kv_cache_tokens" in writeup
     assert (run / "writeup.ipynb").is_file()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._results import read_results
-from benchlib.pipeline.steps._summary import summary_table
+from benchlib.pipeline.steps._summary import measurements
 from benchlib.recipe import Recipe
 from benchlib.references import MeasuredKey, recipe_references, reference_table
 
@@ -33,20 +33,19 @@ def measured_figures(recipe: Recipe, run_dir: str | Path
     for name, _ in recipe.variant_recipes():
         folder = run.variant(name)
         startup = read_results(folder.results("02_launch")).get("startup_s")
-        measured = read_results(folder.results("03_measure"))
-        for _, row in summary_table(measured).iterrows():
-            result = measured.get(f"{row['scenario']}/c{row['concurrency']}", {})
+        for scenario, concurrency, result in measurements(
+                read_results(folder.results("03_measure"))):
             figures: dict[str, float | None] = {k: float(v) for k, v in result.items()
                                                 if _number(v)}
             completed = result.get("completed") or 0
             figures.update({
-                "per_user_tok_s": row["per_user_tok_s"],
+                "per_user_tok_s": result["per_user_tok_s"],
                 "startup_s": startup if _number(startup) else None,
                 "mean_input_tokens": (result.get("total_input_tokens") or 0) / completed
                 if completed else None,
                 "mean_output_tokens": (result.get("total_output_tokens") or 0) / completed
                 if completed else None})
-            out[(name, str(row["scenario"]), int(row["concurrency"]))] = figures
+            out[(name, scenario, concurrency)] = figures
     return out
 
 

@@ -3,7 +3,7 @@ and the chart of TTFT, TPOT and the throughput-latency trade-off."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,16 +12,16 @@ from benchlib.pipeline._chart import Chart
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["TABLE_COLUMNS", "measure_figure", "summary_table"]
+__all__ = ["TABLE_COLUMNS", "measure_figure", "measurements", "summary_table"]
 
 TABLE_COLUMNS = ["scenario", "endpoint", "input_len", "output_len", "concurrency", "completed",
                  "failed", "median_ttft_ms", "median_ttft_text_ms", "p99_ttft_ms",
                  "median_tpot_ms", "p99_tpot_ms",
                  "median_itl_ms", "median_e2el_ms", "output_throughput", "per_user_tok_s",
                  "mean_tokens_per_chunk", "server_acceptance_length", "kv_cache_usage_peak",
-                 "requests_waiting_peak", "preemptions", "buffered_streams",
-                 "exact_ttft_fraction", "client_bound", "sdk_median_ttft_ms",
-                 "sdk_median_tpot_ms"]
+                 "kv_cache_usage_expected", "requests_waiting_peak", "preemptions",
+                 "buffered_streams", "exact_ttft_fraction", "client_bound",
+                 "sdk_median_ttft_ms", "sdk_median_tpot_ms"]
 
 
 def summary_table(results: Mapping[str, Any]) -> pd.DataFrame:
@@ -40,6 +40,9 @@ def summary_table(results: Mapping[str, Any]) -> pd.DataFrame:
         rows.append({**{k: r.get(k) for k in TABLE_COLUMNS},
                      **{k: server.get(k) for k in ("kv_cache_usage_peak",
                                                    "requests_waiting_peak", "preemptions")},
+                     # the plan's expectation of that peak (02_launch's plan vs the engine)
+                     "kv_cache_usage_expected": (r.get("kv_usage_vs_plan") or {}).get(
+                         "expected"),
                      "server_acceptance_length": spec.get("mean_acceptance_length"),
                      # how far the row can be trusted (see the measure result's timing block)
                      "exact_ttft_fraction": timing.get("exact_ttft_fraction"),
@@ -50,6 +53,15 @@ def summary_table(results: Mapping[str, Any]) -> pd.DataFrame:
                      "sdk_median_ttft_ms": (r.get("sdk") or {}).get("median_ttft_ms"),
                      "sdk_median_tpot_ms": (r.get("sdk") or {}).get("median_tpot_ms")})
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def measurements(results: Mapping[str, Any]) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    """Each measurement of a measure step's results, in :func:`summary_table`'s order:
+    (scenario, concurrency, its whole result record with ``per_user_tok_s`` added)."""
+    for _, row in summary_table(results).iterrows():
+        record = dict(results.get(f"{row['scenario']}/c{row['concurrency']}", {}))
+        record["per_user_tok_s"] = row["per_user_tok_s"]
+        yield str(row["scenario"]), int(row["concurrency"]), record
 
 
 def measure_figure(table: pd.DataFrame, save_to: str | Path = "") -> Chart:

@@ -2,13 +2,15 @@
 engine's log says — and one real token from the engine. The runner starts the engine
 before this step (its own process group, log in the run folder) and passes how that went;
 the recipe's functional checks (a chat, thinking on and off, a tool-call round trip) run here
-through the ``openai`` SDK, on chat recipes. A notebook run on its own probes ``base_url``
-(else the recipe's endpoint, else a scripted server it starts)."""
+through the ``openai`` SDK, on chat recipes; and the memory plan, computed for this engine's
+settings, is set beside what the engine reports allocating (its log, its ``/metrics``), a
+difference above 2 % flagged (:mod:`._engine_vs_plan`). A notebook run on its own probes
+``base_url`` (else the recipe's endpoint, else a scripted server it starts)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -19,9 +21,18 @@ from benchlib.pipeline._declare import Param, RunFacts, Step, StepInputs
 from benchlib.pipeline._fairness import Probe, probe_engine, tokenizer_dir
 from benchlib.pipeline._results import save_results
 from benchlib.pipeline._standalone import endpoint, results_file, step_folder
+from benchlib.pipeline.steps._engine_vs_plan import (
+    EngineVsPlan,
+    compare_engine_to_plan,
+    flagged_lines,
+    scrape_cache_config,
+)
 from benchlib.recipe import Recipe
 
-__all__ = ["BASE_URL", "STEP", "LaunchResult", "launch_summary"]
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["BASE_URL", "STEP", "LaunchResult", "launch_summary", "plan_vs_engine_table"]
 
 BASE_URL = Param(name="base_url", type="str", default="",
                  help="the engine's URL; '': the recipe's endpoint, else a scripted server "
@@ -43,6 +54,10 @@ class LaunchResult(BaseModel):
     checks: list[CheckResult] = Field(
         default_factory=list, description="functional checks through the openai SDK (the "
         "recipe's checks): chat, thinking off and on, the tool-call round trip")
+    plan_vs_engine: EngineVsPlan = Field(
+        default_factory=EngineVsPlan, description="the memory plan for this engine's "
+        "settings beside what the engine reports (weights, KV budget, KV tokens and blocks: "
+        "log lines and /metrics), a difference above 2 % flagged")
 
 
 def launch_summary(recipe: Recipe, *, base_url: str = "", engine_log: str = "",
@@ -74,6 +89,12 @@ def launch_summary(recipe: Recipe, *, base_url: str = "", engine_log: str = "",
             recipe.checks.thinking or recipe.checks.tool_call)
         checks = run_checks(url, recipe.model.served_model_name, recipe.checks,
                             api_key=api_key) if wanted else []
+        cache_config, scrape_error = scrape_cache_config(url, api_key) \
+            if recipe.engine.kind == "vllm" else ({}, None)
+    vs_plan = compare_engine_to_plan(recipe, Path(model_path) if model_path else None,
+                                     facts.as_dict(), log_text=text, cache_config=cache_config)
+    if scrape_error:
+        print(f"plan vs engine: {scrape_error} (the KV blocks are not compared)", flush=True)
     for p in probes:
         print(f"probe {p.endpoint}: prompt {p.prompt_tokens} tokens, {p.output_tokens} of "
               f"{p.max_tokens} out ({p.output_tokens_source}){' — ' + p.error if p.error else ''}",
@@ -81,12 +102,25 @@ def launch_summary(recipe: Recipe, *, base_url: str = "", engine_log: str = "",
     for c in checks:
         print(f"check {c.name} (openai SDK): {'ok' if c.ok else 'NOT OK'} in {c.seconds:.2f} s"
               f" — {c.error or c.note or f'{c.content_chars} characters'}", flush=True)
+    for line in flagged_lines(vs_plan):
+        print(line, flush=True)
     result = LaunchResult(kind=recipe.engine.kind, base_url=url, command=command,
                           startup_s=startup_s, engine_log=engine_log,
-                          log_facts=facts.as_dict(), probe=probes, checks=checks)
+                          log_facts=facts.as_dict(), probe=probes, checks=checks,
+                          plan_vs_engine=vs_plan)
     folder = step_folder(run_dir, recipe, scratch=False)
     save_results(results_file(results_path, folder, STEP.name), result)
     return result
+
+
+def plan_vs_engine_table(launch: LaunchResult) -> pd.DataFrame | str:
+    """The plan against the live engine, one row per figure (or why there is none)."""
+    import pandas as pd
+
+    vs = launch.plan_vs_engine
+    if vs.skipped or not vs.rows:
+        return f"plan vs engine: not compared ({vs.skipped or 'no figures'})"
+    return pd.DataFrame([r.model_dump(exclude={"advice"}) for r in vs.rows])
 
 
 def _bind(inputs: StepInputs) -> dict[str, Any]:
@@ -124,5 +158,6 @@ STEP = Step[LaunchResult](
            "                           launch_error=launch_error, results_path=results_path,\n"
            "                           run_dir=run_dir, model_path=model_path)\n"
            'print(launch.command)\nprint(f"ready after {launch.startup_s} s")',
-           "launch.log_facts"),
+           "launch.log_facts",
+           "bp.plan_vs_engine_table(launch)"),
     bind=_bind, apply=_apply)

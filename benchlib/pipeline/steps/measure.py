@@ -1,7 +1,11 @@
 """``03_measure``: every scenario at every concurrency (or, for a long-context ramp, one
 request per input length until one fails), in order, each result saved as it finishes.
 
-A resumed run measures again only what is not done (see :mod:`benchlib.pipeline._resume`);
+Each measurement keeps the engine's peak KV use (``/metrics``) beside what the plan expects
+of it (``kv_usage_vs_plan``: concurrency × tokens per request over the plan's capacity, from
+02_launch's plan against the engine) — shown, not flagged: 02_launch flags a capacity that
+differs. A resumed run measures again only what is not done (see
+:mod:`benchlib.pipeline._resume`);
 when the engine stops answering after a scenario, that is recorded under ``engine_lost``
 and the remaining scenarios are not attempted.
 """
@@ -29,6 +33,7 @@ from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._results import read_results, save_results
 from benchlib.pipeline._resume import ramp_done, scenario_done, scenario_problem
 from benchlib.pipeline._standalone import endpoint, results_file, step_folder
+from benchlib.pipeline.steps._engine_vs_plan import kv_usage_expected
 from benchlib.pipeline.steps._server import sampler_for, server_side
 from benchlib.pipeline.steps._summary import summary_table
 from benchlib.pipeline.steps.launch import BASE_URL
@@ -123,6 +128,23 @@ def _ms(value: float | None, digits: int) -> str:
     return "n/a" if value is None else f"{value:.{digits}f} ms"
 
 
+def _kv_vs_plan(launch: dict[str, Any], s: Scenario, conc: int, server: dict[str, Any]
+                ) -> dict[str, Any] | None:
+    """The engine's peak KV use beside the plan's expectation, with a progress line."""
+    kv = kv_usage_expected(launch, s, conc)
+    if kv is None:
+        return None
+    peak = (server.get("server_metrics") or {}).get("kv_cache_usage_peak")
+    kv = {"peak": peak, **kv}
+    seen = "not exposed by this engine's /metrics" if peak is None else f"{100 * peak:.2f} %"
+    differs = " — the engine's capacity differs from the plan's (see 02_launch)" \
+        if kv["capacity_flagged"] else ""
+    print(f"  KV use: peak {seen}; the plan expects {100 * kv['expected']:.2f} % "
+          f"({conc} × {kv['tokens_per_request']:,} tokens of {kv['capacity_tokens']:,})"
+          f"{differs}", flush=True)
+    return kv
+
+
 def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path = "",
                       results_path: str | Path = "", model_path: str | Path = "",
                       force: bool = False) -> Measured:
@@ -142,6 +164,7 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
         results[key] = record
         save_results(saved_to, results)
 
+    launch = read_results(folder.results("02_launch"))
     problems: list[str] = []
     with endpoint(recipe, base_url) as url:
         for s in recipe.scenarios:
@@ -171,10 +194,12 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                 server = (server_side(recipe, s, result_json, metrics, conc)
                           if metrics is not None else {})
                 errors = [e for e in r["errors"] if e]
+                kv = _kv_vs_plan(launch, s, conc, server)
                 keep(key, {**{k: v for k, v in r.items() if k not in _BULKY}, **server,
                            "scenario": s.name, "concurrency": conc,
                            "input_len": s.input_len, "output_len": s.output_len,
-                           "result_json": str(result_json), "first_errors": errors[:3]})
+                           "result_json": str(result_json), "first_errors": errors[:3],
+                           **({"kv_usage_vs_plan": kv} if kv else {})})
                 spec = server.get("speculative") or {}
                 accept = (f", server acceptance length {spec['mean_acceptance_length']:.2f}"
                           if spec.get("mean_acceptance_length") else "")

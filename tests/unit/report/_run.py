@@ -16,6 +16,17 @@ RECIPE: dict[str, Any] = {
                    "concurrencies": [1, 4], "num_prompts": [4, 8]}]}
 
 
+#: 02_launch's plan against the live engine: vLLM's capacity as planned, llama.cpp's not
+PLAN_VS_ENGINE: dict[str, dict[str, Any]] = {
+    "vllm-ngram": {"figure": "kv_cache_tokens", "unit": "tokens", "plan": 524288,
+                   "engine": 524288, "source": "log: KV cache size: N tokens",
+                   "diff_pct": 0.0, "flagged": False, "advice": ""},
+    "llamacpp": {"figure": "kv_cache_gib", "unit": "GiB", "plan": 0.015625,
+                 "engine": 0.03125, "source": "log: llama_kv_cache: size = X MiB",
+                 "diff_pct": 100.0, "flagged": True,
+                 "advice": "the KV cache's bytes per token are not the plan's"}}
+
+
 def _measure(tpot: float, conc: int) -> dict[str, Any]:
     return {"scenario": "chat", "concurrency": conc, "completed": 4, "failed": 0,
             "endpoint_type": "chat", "input_len": 128, "output_len": 128,
@@ -23,6 +34,9 @@ def _measure(tpot: float, conc: int) -> dict[str, Any]:
             "median_tpot_ms": tpot * conc, "p99_tpot_ms": tpot * conc * 1.5,
             "output_throughput": 1000 / tpot * conc ** 0.5, "total_input_tokens": 512,
             "total_output_tokens": 512, "server_metrics": {"kv_cache_usage_peak": 0.1 * conc},
+            "kv_usage_vs_plan": {"peak": 0.1 * conc, "expected": 0.125 * conc,
+                                 "capacity_tokens": 8192, "tokens_per_request": 256,
+                                 "capacity_flagged": False},
             "sdk": {"client": "openai 3.60.0", "median_ttft_ms": 21.5 * conc,
                     "ttft_overhead_ms": 1.5 * conc, "median_tpot_ms": tpot * conc,
                     "completed": 4, "failed": 0}}
@@ -47,7 +61,9 @@ def make_run(root: Path) -> Path:
         write(run / name / ".results" / "02_launch.json",
               {"startup_s": 30.0, "command": f"{name} --serve", "log_facts": {},
                "checks": [{"name": "tool_call", "ok": False, "seconds": 0.2,
-                           "note": "answered without calling get_weather"}]})
+                           "note": "answered without calling get_weather"}],
+               "plan_vs_engine": {"settings": {"max_model_len": 2048}, "skipped": None,
+                                  "rows": [PLAN_VS_ENGINE[name]]}})
         write(run / name / ".results" / "03_measure.json",
               {"chat/c1": _measure(tpot, 1), "chat/c4": _measure(tpot, 4),
                "accuracy/gsm8k": {"task": "gsm8k_local", "n": 8, "num_fewshot": 4,

@@ -14,8 +14,8 @@ def test_report_has_every_section_and_figure_inline(tmp_path: Path) -> None:
     run = make_run(tmp_path)
     files = render_report(run)
     page = files.html.read_text()
-    for section in ("writeup", "what-ran", "provenance", "checks", "plan", "figures",
-                    "speculative",
+    for section in ("writeup", "what-ran", "provenance", "checks", "plan-vs-engine", "plan",
+                    "figures", "speculative",
                     "references", "caveats", "names"):
         assert f"id='{section}'" in page, section
     for fig in FIGURES:
@@ -24,6 +24,12 @@ def test_report_has_every_section_and_figure_inline(tmp_path: Path) -> None:
     assert "<script" not in page and "http://" not in page and "https://" not in page
     # plan against measured: TPOT over the floor
     assert "tpot_over_floor" in page and "5.00" in page
+    # the plan against the live engine, a flagged row saying what to do; the expected KV use
+    assert "524288" in page and "yes: the KV cache&#x27;s bytes per token" in page
+    assert "kv_cache_usage_expected" in page and "<td>0.125</td>" in page
+    writeup = files.markdown.read_text()
+    assert ("llamacpp: kv_cache_gib planned 0.0156, the engine reported 0.0312 GiB\n  "
+            "(100.00 %, flagged)") in writeup
     # caveats from the comparison, the machine and the references
     assert "1 of 4 streams arrived in bursts" in page
     assert "expected 1 GPUs, found 0" in page and "checkpoint formats differ" in page

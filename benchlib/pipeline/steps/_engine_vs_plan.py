@@ -1,0 +1,349 @@
+"""The memory plan against the live engine: what 02_launch's engine says it allocated (its log
+lines, its ``/metrics``) beside what the plan predicts for that engine's own settings, with a
+difference above :data:`FLAG_PCT` flagged; and, for 03_measure, a scenario's expected KV use.
+
+The plan here is computed again for the variant's engine, not taken from 00_plan: the
+variant's model file (a GGUF for llama.cpp), its ``max_model_len``, KV cache dtype, block
+size and tensor parallelism from the engine's arguments, and its KV budget where the engine
+is told one (vLLM's CPU build: ``VLLM_CPU_KVCACHE_SPACE`` GiB) — the recipe's ``plan``
+settings (GPU, utilization) fill in the rest.
+
+What is compared, per engine:
+
+* vLLM: the weights (``Model loading took X GiB``; the CPU build prints no such line), the KV
+  budget (``Available KV cache memory: X GiB``, else ``/metrics``
+  ``vllm:cache_config_info{kv_cache_memory_bytes}``, else the CPU build's ``Explicitly set
+  (X/Y) GiB for KV cache``), the KV tokens (``KV cache size: N tokens``) and the KV blocks
+  (``vllm:cache_config_info{num_gpu_blocks}``, whose ``block_size`` label also sets the
+  plan's block size when the recipe does not);
+* llama.cpp: the weights (the ``model buffer size`` lines against the GGUF's tensor bytes),
+  the KV cache (``llama_kv_cache: size = X MiB (N cells …)`` against cells × the plan's bytes
+  per token at ``--cache-type-k``) and its cells (``max_model_len`` × slots, as the launcher
+  sets ``-c``); with a draft model, the draft's weights and KV cache too.
+
+A figure either side lacks is shown with ``None`` and never flagged.
+"""
+
+from __future__ import annotations
+
+import http.client
+import itertools
+import math
+import re
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from benchlib._exceptions import BenchlibError
+from benchlib.measure import metrics_url
+from benchlib.recipe import Recipe, Scenario
+
+if TYPE_CHECKING:
+    from benchlib.memory import Plan
+
+__all__ = ["FLAG_PCT", "EngineVsPlan", "PlanFigure", "compare_engine_to_plan",
+           "flagged_lines", "kv_usage_expected", "read_cache_config", "scrape_cache_config"]
+
+#: a difference above this (percent of the plan's figure) is flagged
+FLAG_PCT = 2.0
+_GIB = 1024**3
+#: llama.cpp's --cache-type-k values the plan's KV dtypes can size
+_LLAMACPP_KV = {"f16": "fp16", "bf16": "bf16"}
+#: vLLM's CPU build: ``Explicitly set (1.0/13.96) GiB for KV cache on node 0``
+_CPU_KV_SPACE = re.compile(r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache")
+
+#: what to do when a figure differs, per figure
+_ADVICE = {
+    "weights_gib": "the engine loaded other weights than the plan sized: check the "
+                   "checkpoint's dtype or quantization against plan.weight_dtype (and the "
+                   "engine's --dtype / --quantization)",
+    "draft_weights_gib": "the draft loaded other weights than its GGUF holds: check "
+                         "speculative.draft_model",
+    "draft_kv_cache_gib": "the draft's KV cache is not cells × its bytes per token: check "
+                          "the draft's context (--ctx-size-draft) and KV dtype",
+    "kv_budget_gib": "the engine's KV budget is not the plan's: give the engine's figure as "
+                     "plan.kv_budget_gib, or check gpu_memory_utilization, the GPU and the "
+                     "overhead the plan assumed (VLLM_CPU_KVCACHE_SPACE on vLLM's CPU build)",
+    "kv_cache_gib": "the KV cache's bytes per token are not the plan's: check the KV dtype "
+                    "(--cache-type-k / --cache-type-v) and the model's KV heads and head "
+                    "dimension",
+    "kv_cache_tokens": "the KV capacity is not the plan's: check the KV dtype "
+                       "(--kv-cache-dtype), max_model_len, sliding-window or hybrid layers, "
+                       "and the budget; the scenarios' KV use is read against the engine's "
+                       "figure",
+    "kv_blocks": "the KV blocks are not the plan's: check --block-size and the KV dtype, "
+                 "then the budget",
+}
+_UNITS = {"weights_gib": "GiB", "draft_weights_gib": "GiB", "draft_kv_cache_gib": "GiB",
+          "kv_budget_gib": "GiB",
+          "kv_cache_gib": "GiB", "kv_cache_tokens": "tokens", "kv_blocks": "blocks"}
+
+
+class PlanFigure(BaseModel):
+    """One figure the plan predicts, beside what the running engine reports."""
+
+    figure: str = Field(description="weights_gib, kv_budget_gib, kv_cache_gib, "
+                                    "kv_cache_tokens, kv_blocks, draft_weights_gib or "
+                                    "draft_kv_cache_gib (per GPU)")
+    unit: str = Field(description="GiB, tokens or blocks")
+    plan: int | float | None = Field(description="what the plan predicts for this engine's "
+                                                 "settings")
+    engine: int | float | None = Field(description="what the engine reports; None: it did "
+                                                   "not say")
+    source: str = Field(description="where the engine's figure comes from: its log line or "
+                                    "/metrics name")
+    diff_pct: float | None = Field(description="(engine − plan) / plan × 100")
+    flagged: bool = Field(description=f"|diff_pct| > {FLAG_PCT:g} %")
+    advice: str = Field("", description="what differs and what to do, when flagged")
+
+
+class EngineVsPlan(BaseModel):
+    """The plan against the live engine (02_launch)."""
+
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="what the plan was computed for: the variant's "
+        "model file and the engine's own settings (max_model_len, KV dtype, block size, "
+        "budget, slots)")
+    rows: list[PlanFigure] = Field(default_factory=list, description="one per figure")
+    skipped: str | None = Field(None, description="why there is no comparison")
+
+    def row(self, figure: str) -> PlanFigure | None:
+        """The row of ``figure``, if compared."""
+        return next((r for r in self.rows if r.figure == figure), None)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _figure(figure: str, plan: float | None, engine: float | None, source: str
+            ) -> PlanFigure:
+    diff = None if plan is None or engine is None or plan == 0 else (engine - plan) / plan * 100
+    flagged = diff is not None and abs(diff) > FLAG_PCT
+    unit = _UNITS[figure]
+
+    def shown(value: float | None) -> int | float | None:  # counts as counts
+        return value if value is None or unit == "GiB" else round(value)
+
+    return PlanFigure(figure=figure, unit=unit, plan=shown(plan), engine=shown(engine),
+                      source=source, diff_pct=None if diff is None else round(diff, 3),
+                      flagged=flagged, advice=_ADVICE[figure] if flagged else "")
+
+
+def _arg(args: Sequence[str], *flags: str) -> str | None:
+    """The value after the last of ``flags`` in ``args`` (``--flag value`` or
+    ``--flag=value``)."""
+    found = None
+    for flag, value in itertools.pairwise([*args, ""]):
+        if flag in flags:
+            found = value
+        elif "=" in flag and flag.split("=", 1)[0] in flags:
+            found = flag.split("=", 1)[1]
+    return found
+
+
+def read_cache_config(metrics_text: str) -> dict[str, str]:
+    """The labels of vLLM's ``vllm:cache_config_info`` in a ``/metrics`` text (block_size,
+    num_gpu_blocks, kv_cache_memory_bytes, kv_cache_size_tokens …); ``{}`` without it."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    lines = [ln for ln in metrics_text.splitlines() if "vllm:cache_config_info" in ln]
+    for family in text_string_to_metric_families("\n".join(lines) + "\n"):
+        for sample in family.samples:
+            if sample.name == "vllm:cache_config_info":
+                return dict(sample.labels)
+    return {}
+
+
+def scrape_cache_config(base_url: str, api_key: str | None = None,
+                        timeout_s: float = 5.0) -> tuple[dict[str, str], str | None]:
+    """One GET of the engine's ``/metrics``: :func:`read_cache_config`'s labels, and what
+    went wrong (None: nothing) — a failed scrape is said, never raised."""
+    url = metrics_url(base_url)
+    request = urllib.request.Request(url, headers={"accept": "text/plain"} | (
+        {"authorization": f"Bearer {api_key}"} if api_key else {}))
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as resp:
+            text = resp.read().decode("utf-8", "replace")
+    except (OSError, http.client.HTTPException, urllib.error.URLError) as exc:
+        return {}, f"cannot read {url}: {type(exc).__name__}: {exc}"
+    try:
+        return read_cache_config(text), None
+    except ValueError as exc:
+        return {}, f"{url} does not parse: {exc}"
+
+
+def _label_int(labels: Mapping[str, str], key: str) -> int | None:
+    value = labels.get(key, "")
+    return int(value) if value.isdigit() else None
+
+
+def _settings(recipe: Recipe, model: Path, cache_config: Mapping[str, str]
+              ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The PlanConfig settings for this engine, and what else the comparison needs (slots,
+    the KV dtype llama.cpp uses) — both shown in the result."""
+    from benchlib.memory import PlanConfig
+
+    e = recipe.engine
+    args = [str(a) for a in e.args]
+    fields = set(PlanConfig.model_fields) - {"model", "engine", "mem_fraction_static"}
+    cfg: dict[str, Any] = {k: v for k, v in recipe.plan.items() if k in fields}
+    cfg["model"] = model
+    if e.max_model_len:
+        cfg["max_model_len"] = e.max_model_len
+    extra: dict[str, Any] = {}
+    if e.kind == "vllm":
+        if e.version:
+            cfg["vllm_version"] = str(e.version)
+        for key, flags, kind in (
+                ("kv_cache_dtype", ("--kv-cache-dtype",), str),
+                ("block_size", ("--block-size",), int),
+                ("gpu_memory_utilization", ("--gpu-memory-utilization",), float),
+                ("tp", ("--tensor-parallel-size", "-tp"), int),
+                ("max_num_seqs", ("--max-num-seqs",), int),
+                ("max_num_batched_tokens", ("--max-num-batched-tokens",), int)):
+            value = _arg(args, *flags)
+            if value is not None:
+                cfg[key] = kind(value)
+        if "block_size" not in cfg and _label_int(cache_config, "block_size"):
+            cfg["block_size"] = _label_int(cache_config, "block_size")
+            extra["block_size_from"] = "/metrics vllm:cache_config_info{block_size}"
+        space = e.env.get("VLLM_CPU_KVCACHE_SPACE")
+        if space is not None:
+            cfg["kv_budget_gib"] = float(space)
+            extra["kv_budget_from"] = "engine.env VLLM_CPU_KVCACHE_SPACE"
+    else:  # llamacpp: the KV is -c cells of --cache-type-k/v, not a budget
+        cfg.pop("kv_budget_gib", None)
+        ctk = _arg(args, "-ctk", "--cache-type-k") or "f16"
+        ctv = _arg(args, "-ctv", "--cache-type-v") or "f16"
+        extra["cache_type"] = ctk if ctk == ctv else f"{ctk}/{ctv}"
+        if ctk == ctv and ctk in _LLAMACPP_KV:
+            cfg["kv_cache_dtype"] = _LLAMACPP_KV[ctk]
+        slots = _arg(args, "-np", "--parallel")
+        extra["slots"] = int(slots) if slots and slots.isdigit() and int(slots) > 0 else 1
+    return cfg, extra
+
+
+def _vllm_rows(p: Plan, facts: Mapping[str, Any], cache_config: Mapping[str, str],
+               log_text: str) -> list[PlanFigure]:
+    rows = [_figure("weights_gib", p.weights.per_gpu_gib, _number(facts.get(
+        "model_loading_gib")), "log: Model loading took X GiB")]
+    budget, source = _number(facts.get("kv_cache_gib")), "log: Available KV cache memory"
+    if budget is None and _label_int(cache_config, "kv_cache_memory_bytes"):
+        budget = (_label_int(cache_config, "kv_cache_memory_bytes") or 0) / _GIB
+        source = "/metrics vllm:cache_config_info{kv_cache_memory_bytes}"
+    if budget is None and (m := _CPU_KV_SPACE.search(log_text)):
+        budget, source = float(m.group(1)), "log: Explicitly set (X/…) GiB for KV cache"
+    rows.append(_figure("kv_budget_gib", p.kv_budget_gib, budget, source))
+    tokens = _number(facts.get("kv_cache_tokens"))
+    rows.append(_figure("kv_cache_tokens", _number(p.kv_cache_tokens), tokens,
+                        "log: KV cache size: N tokens"))
+    rows.append(_figure("kv_blocks", float(p.capacity.num_blocks) if p.capacity else None,
+                        _number(_label_int(cache_config, "num_gpu_blocks")),
+                        "/metrics vllm:cache_config_info{num_gpu_blocks}"))
+    return rows
+
+
+def _llamacpp_rows(p: Plan, facts: Mapping[str, Any], cfg: Mapping[str, Any],
+                   extra: dict[str, Any], draft: Path | None) -> list[PlanFigure]:
+    from benchlib.memory import kv_layout, load_gguf
+
+    cells = p.max_model_len * int(extra["slots"])
+    extra["kv_cells"] = cells
+    rows = [_figure("weights_gib", p.weights.per_gpu_gib,
+                    _number(facts.get("model_loading_gib")),
+                    "log: load_tensors: … model buffer size = X MiB (summed)")]
+    per_token = p.layout.bytes_per_token + p.layout.sliding_bytes_per_token
+    sized = "kv_cache_dtype" in cfg
+    rows.append(_figure("kv_cache_gib", cells * per_token / _GIB if sized else None,
+                        _number(facts.get("kv_cache_gib")),
+                        "log: llama_kv_cache: size = X MiB"))
+    rows.append(_figure("kv_cache_tokens", float(cells), _number(facts.get("kv_cache_tokens")),
+                        "log: llama_kv_cache: (N cells, …, S/S seqs): cells × streams"))
+    if draft is not None and draft.suffix == ".gguf" and draft.is_file():
+        info = load_gguf(draft)
+        rows.append(_figure("draft_weights_gib", info.tensor_bytes / _GIB,
+                            _number(facts.get("draft_model_gib")),
+                            "log: the draft's model buffer size lines"))
+        if sized:  # the draft's own KV: as many cells, its own bytes per token
+            layout = kv_layout(info.arch, kv_cache_dtype=str(cfg["kv_cache_dtype"]))
+            rows.append(_figure("draft_kv_cache_gib", cells * (
+                layout.bytes_per_token + layout.sliding_bytes_per_token) / _GIB,
+                _number(facts.get("draft_kv_cache_gib")),
+                "log: the draft's llama_kv_cache: size = X MiB"))
+    return rows
+
+
+def compare_engine_to_plan(recipe: Recipe, model_path: Path | None,
+                           log_facts: Mapping[str, Any], *, log_text: str = "",
+                           cache_config: Mapping[str, str] | None = None) -> EngineVsPlan:
+    """The plan for this engine's settings beside what it reported (``log_facts``: the
+    parsed ``engine.log``; ``cache_config``: vLLM's ``vllm:cache_config_info`` labels)."""
+    from benchlib.memory import PlanConfig, plan
+
+    kind = recipe.engine.kind
+    if kind not in ("vllm", "llamacpp"):
+        return EngineVsPlan(skipped=f"engine {kind}: the comparison covers vLLM and llama.cpp")
+    model = model_path or recipe.model.local_path
+    if model is None:
+        return EngineVsPlan(skipped="no local model to plan from")
+    if model.is_dir() and not (model / "config.json").is_file():
+        return EngineVsPlan(skipped=f"no config.json in {model}")
+    cache_config = cache_config or {}
+    cfg, extra = _settings(recipe, model, cache_config)
+    shown = {k: str(v) if isinstance(v, Path) else v for k, v in cfg.items()} | extra
+    try:  # a model the plan cannot read is said, never a failed launch
+        p = plan(PlanConfig(**cfg))
+        if kind == "vllm":
+            rows = _vllm_rows(p, log_facts, cache_config, log_text)
+            shown["block_size"] = p.layout.block_size
+        else:
+            rows = _llamacpp_rows(p, log_facts, cfg, extra, recipe.engine.speculative.draft_model)
+            shown |= extra
+    except (BenchlibError, ValueError, OSError) as exc:
+        return EngineVsPlan(settings=shown, skipped=f"the plan failed: {exc}")
+    shown["kv_bytes_per_token"] = p.layout.bytes_per_token
+    return EngineVsPlan(settings=shown, rows=rows)
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.4g} {unit}" if unit == "GiB" else f"{value:,.0f} {unit}"
+
+
+def flagged_lines(result: EngineVsPlan) -> list[str]:
+    """One console line per flagged figure: what differs, by how much, what to do."""
+    return [f"plan vs engine: {r.figure} differs by {r.diff_pct:+.1f} % (plan "
+            f"{_fmt(r.plan, r.unit)}, engine {_fmt(r.engine, r.unit)} from {r.source}): "
+            f"{r.advice}" for r in result.rows if r.flagged and r.diff_pct is not None]
+
+
+def kv_usage_expected(launch: Mapping[str, Any], s: Scenario, concurrency: int,
+                      ) -> dict[str, Any] | None:
+    """What the plan expects a scenario to fill of the KV cache at its peak: ``concurrency``
+    requests of input + output tokens (vLLM: whole blocks each) over the plan's capacity;
+    ``capacity_flagged``: the engine's capacity itself differs from the plan's. None without
+    a plan for the engine (``launch``: 02_launch's results)."""
+    vs = launch.get("plan_vs_engine") or {}
+    rows = {r.get("figure"): r for r in vs.get("rows") or []}
+    tokens = rows.get("kv_cache_tokens") or {}
+    capacity = _number(tokens.get("plan"))
+    if not capacity:
+        return None
+    per_request = max([s.input_len, *s.ramp_input_lens]) + s.output_len
+    blocks = rows.get("kv_blocks") or {}
+    block = int((vs.get("settings") or {}).get("block_size") or 1)
+    if _number(blocks.get("plan")):  # vLLM: requests hold whole blocks
+        expected = concurrency * math.ceil(per_request / block) / float(blocks["plan"])
+    else:
+        expected = concurrency * per_request / capacity
+    return {"expected": round(min(expected, 1.0), 6), "capacity_tokens": int(capacity),
+            "tokens_per_request": per_request,
+            "capacity_flagged": any(bool(r.get("flagged")) for r in (tokens, blocks))}
