@@ -20,9 +20,11 @@ Steps:
    OpenSSL, no curl; static libraries so the one binary is self-contained; the build number
    and commit passed in, so ``llama-server --version`` says which llama.cpp it is (the
    sdist's git clone is shallow: git would count 1 commit).
-4. ``cmake --build --target llama-server``; copy ``bin/llama-server`` into the output
-   folder; write ``BUILD.json`` (commit, build number, sdist version, backend, the
-   flags, seconds per phase and ``llama-server --version``); remove the work folder.
+4. ``cmake --build --target llama-server`` (and each ``--also`` program, e.g.
+   ``llama-quantize``); copy them into the output folder's ``bin/``; write ``BUILD.json``
+   (commit, build number, sdist version, backend, the flags, the targets, nvcc's release
+   for a CUDA build, seconds per phase and ``llama-server --version``); remove the work
+   folder.
 
 Backend: ``cuda`` when ``nvcc`` is on PATH *and* a GPU is visible (``nvidia-smi -L`` lists
 one, or ``/dev/nvidia0`` exists), else ``cpu``. A CUDA build needs the driver's ``libcuda``
@@ -141,6 +143,13 @@ def version_line(exe: Path) -> str:
     return (done.stdout + done.stderr).strip()
 
 
+def nvcc_release(nvcc: str) -> str | None:
+    """The CUDA toolkit the engine is built with (its runtime): ``nvcc --version``'s release
+    line, e.g. ``Cuda compilation tools, release 13.0, V13.0.88``."""
+    lines = version_line(Path(nvcc)).splitlines()
+    return next((line for line in lines if "release" in line), lines[-1] if lines else None)
+
+
 def source_tree(version: str, sdist: Path | None, work: Path
                 ) -> tuple[Path, str, dict[str, float], bool]:
     """The extracted llama.cpp tree, its commit, the seconds it took and whether it was kept:
@@ -185,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cuda-arch", default="native", help="CMAKE_CUDA_ARCHITECTURES")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--keep-work", action="store_true", help="keep the source and build tree")
+    p.add_argument("--also", action="append", default=[], metavar="TARGET",
+                   help="another llama.cpp program to build beside llama-server, into bin/ "
+                        "(e.g. llama-quantize); repeat for several")
     p.add_argument("--converter-only", action="store_true",
                    help="only fetch the tree and install the GGUF converter (its work folder "
                         "is kept, and a later full build compiles from it)")
@@ -217,18 +229,22 @@ def main(argv: list[str] | None = None) -> int:
                     f"-DCMAKE_MAKE_PROGRAM={ninja}", *flags], check=True, env=env)
     seconds["configure"] = round(time.monotonic() - t0, 1)
     t0 = time.monotonic()
-    subprocess.run([cmake, "--build", str(build), "--target", "llama-server", "-j",
+    targets = ["llama-server", *args.also]
+    subprocess.run([cmake, "--build", str(build), "--target", *targets, "-j",
                     str(args.jobs)], check=True, env=env)
     seconds["build"] = round(time.monotonic() - t0, 1)
     (out / "bin").mkdir(exist_ok=True)
+    for target in targets:
+        shutil.copy2(build / "bin" / target, out / "bin" / target)
     exe = out / "bin" / "llama-server"
-    shutil.copy2(build / "bin" / "llama-server", exe)
     record: dict[str, Any] = {
         "commit": commit, "build_number": build_number,
         "build_number_source": ("upstream release tag (not in the sdist)" if build_number
                                 else "unknown: the sdist's git clone is shallow"),
         "sdist": f"llama-cpp-python=={args.version}", "backend": backend,
-        "cmake_flags": flags, "jobs": args.jobs, "machine": platform.machine(),
+        "cmake_flags": flags, "targets": targets, "jobs": args.jobs,
+        "machine": platform.machine(),
+        "nvcc": nvcc_release(env["CUDACXX"]) if backend == "cuda" else None,
         "seconds": seconds, "version_output": version_line(exe),
     }
     (out / "BUILD.json").write_text(json.dumps(record, indent=2) + "\n")

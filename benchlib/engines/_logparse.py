@@ -70,6 +70,11 @@ class EngineLogFacts:
     draft_model_file_type: str | None = None
     draft_model_gib: float | None = None
     draft_kv_cache_gib: float | None = None
+    #: llama.cpp's GPU backend: the devices it found (``NVIDIA H200, compute capability
+    #: 9.0``) and the layers it offloaded of those it could (``-ngl``)
+    gpu_devices: list[str] | None = None
+    gpu_layers_offloaded: int | None = None
+    gpu_layers_total: int | None = None
     failures: list[KnownFailure] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
@@ -93,9 +98,12 @@ _LLAMACPP_SERVER: Mapping[str, re.Pattern[str]] = MappingProxyType({
     "build": re.compile(r"common_params_print_info: build (\d+) \(([0-9a-f]+)\)"),
     "threads": re.compile(r"(?:system_info:|llama threadpool init,) n_threads = (\d+)"),
     "slots": re.compile(r"load_model: initializing, n_slots = (\d+), n_ctx_slot = (\d+)"),
+    "device": re.compile(r"^(?:[\d.]+ \w )?\s*Device \d+: ([^,\n]+, compute capability "
+                         r"[\d.]+)", re.M),
+    "offloaded": re.compile(r"load_tensors: offloaded (\d+)/(\d+) layers to GPU"),
 })
 _LLAMACPP_MODEL: Mapping[str, re.Pattern[str]] = MappingProxyType({
-    "file_type": re.compile(r"print_info: file type\s+= (\S+)"),
+    "file_type": re.compile(r"print_info: file type\s+= ([^\n]+)"),
     "buffer_mib": re.compile(r"load_tensors:\s+\S+ model buffer size =\s+([\d.]+) MiB"),
     "n_ctx": re.compile(r"llama_context: n_ctx\s+= (\d+)"),
     "kv": re.compile(r"llama_kv_cache: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+\d+ "
@@ -166,11 +174,24 @@ def _seconds(m: re.Match[str]) -> float | None:
     return minutes * 60 + secs + ms / 1e3 + us / 1e6
 
 
+#: llama.cpp's size words for K-quants (``Q4_K - Medium``), as GGUF's file type names end
+_K_SIZES = {"Small": "_S", "Medium": "_M", "Large": "_L"}
+
+
+def file_type_name(printed: str) -> str:
+    """llama.cpp's ``file type`` as GGUF's file type names write it (and the memory plan's
+    ``gguf Q4_K_M``): ``Q4_K - Medium`` → ``Q4_K_M``, ``IQ2_XXS - 2.0625 bpw`` → ``IQ2_XXS``,
+    ``BF16`` → ``BF16``; Q2_K's medium is plain ``Q2_K``."""
+    base, _, rest = printed.strip().partition(" - ")
+    size = _K_SIZES.get(rest.strip(), "")
+    return base if base == "Q2_K" and size == "_M" else base + size
+
+
 def _model_facts(text: str) -> dict[str, float | int | str]:
     """One model's lines (target or draft): file type, weights GiB, n_ctx, KV cache."""
     out: dict[str, float | int | str] = {}
     if m := _LLAMACPP_MODEL["file_type"].search(text):
-        out["file_type"] = m.group(1)
+        out["file_type"] = file_type_name(m.group(1))
     buffers = [float(b) for b in _LLAMACPP_MODEL["buffer_mib"].findall(text)]
     if buffers:
         out["gib"] = sum(buffers) / 1024
@@ -196,6 +217,11 @@ def _read_llamacpp(facts: EngineLogFacts, text: str) -> None:
         facts.threads = int(m.group(1))
     if m := _LLAMACPP_SERVER["slots"].search(run):
         facts.slots, facts.slot_context_tokens = int(m.group(1)), int(m.group(2))
+    # the backend lists its devices as it starts (ggml_cuda_init), each start again
+    devices = list(dict.fromkeys(_LLAMACPP_SERVER["device"].findall(text)))
+    facts.gpu_devices = devices or None
+    if m := _LLAMACPP_SERVER["offloaded"].search(run):  # the first: the target's
+        facts.gpu_layers_offloaded, facts.gpu_layers_total = int(m.group(1)), int(m.group(2))
     draft = _LLAMACPP_DRAFT.search(run, load.start())
     target = _model_facts(run[load.start():draft.start() if draft else len(run)])
     facts.model_file_type = str(target["file_type"]) if "file_type" in target else None

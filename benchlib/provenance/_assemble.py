@@ -103,7 +103,8 @@ def hardware_mismatches(recipe: Recipe, env: RunEnvironment) -> list[str]:
 def assemble_provenance(recipe: Recipe, env: RunEnvironment, engine: EngineRecord,
                         model: ModelFiles | None) -> Provenance:
     """One sidecar's provenance. ``model``: the files ``01_download`` verified or fetched
-    (None before it ran: then the recipe's local folder, if any, is named)."""
+    (None before it ran: then the recipe's local folder, if any, is named). The hardware is
+    read again now (``hardware_end``): beside the run's start, the step's end."""
     path = model.path if model is not None else recipe.model.local_path
     return Provenance(
         kit_commit=env.kit_commit, kit_dirty=env.kit_dirty,
@@ -117,6 +118,7 @@ def assemble_provenance(recipe: Recipe, env: RunEnvironment, engine: EngineRecor
             resolved_revision=model.resolved_revision if model else None,
             path=str(path) if path else None,
             files_hash=model.files_hash if model else None),
-        hardware=env.hardware, hardware_mismatches=hardware_mismatches(recipe, env),
+        hardware=env.hardware, hardware_end=collect_hardware(),
+        hardware_mismatches=hardware_mismatches(recipe, env),
         python=env.python, packages=env.packages,
         environment_yml_sha256=env.environment_yml_sha256)

@@ -1,7 +1,9 @@
 """The machine a number came from: GPUs through NVML when present, CPU, memory, OS, kernel.
 
 NVML (``nvidia-ml-py``) gives what seed write-ups had to explain in prose: the exact GPU, its
-memory, the driver and CUDA versions, clocks, the power limit in force, and the PCIe link.
+memory, the driver and CUDA versions, clocks (the maxima, the application clocks and the
+clocks now, with the reasons NVML gives for holding them down), the power limit in force and
+the draw now, persistence mode, ECC, MIG, the temperature, and the PCIe link.
 Without a driver (CPU machines, CI) the GPU list is empty and ``nvml_error`` says why; a GPU
 NVML fails on is left out of the list and named in ``nvml_error``, the others still recorded.
 """
@@ -30,6 +32,21 @@ class GPUInfo(BaseModel):
     pcie_width: int | None = None
     pcie_gen_max: int | None = None
     pcie_width_max: int | None = None
+    #: the clocks at the moment of the capture (an idle GPU parks them low)
+    sm_clock_mhz: int | None = None
+    mem_clock_mhz: int | None = None
+    graphics_clock_mhz: int | None = None
+    #: the application clocks (what a kernel runs at unless power or heat hold it down)
+    app_sm_clock_mhz: int | None = None
+    app_mem_clock_mhz: int | None = None
+    #: why the clocks are below the application clocks now (NVML's clock event reasons)
+    clock_event_reasons: list[str] | None = None
+    power_draw_w: float | None = None
+    temperature_c: int | None = None
+    persistence_mode: bool | None = None
+    #: current modes (a pending change shows only after a reset)
+    ecc_enabled: bool | None = None
+    mig_enabled: bool | None = None
 
 
 class CPUInfo(BaseModel):
@@ -85,6 +102,30 @@ def _text(value: Any) -> str | None:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+#: NVML's clock event (throttle) reason bits, as ``nvmlClocksEventReason*`` names them
+_CLOCK_EVENTS = ((0x1, "gpu_idle"), (0x2, "applications_clocks_setting"),
+                 (0x4, "sw_power_cap"), (0x8, "hw_slowdown"), (0x10, "sync_boost"),
+                 (0x20, "sw_thermal_slowdown"), (0x40, "hw_thermal_slowdown"),
+                 (0x80, "hw_power_brake_slowdown"), (0x100, "display_clock_setting"))
+
+
+def _clock_events(nvml: Any, h: Any) -> list[str] | None:
+    mask = _try(getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None), h)
+    if mask is None:  # bindings before the rename
+        mask = _try(getattr(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None), h)
+    if not isinstance(mask, int):
+        return None
+    return [name for bit, name in _CLOCK_EVENTS if mask & bit]
+
+
+def _current_mode(nvml: Any, fn: str, h: Any) -> bool | None:
+    """The current half of NVML's ``[current, pending]`` mode pairs (ECC, MIG)."""
+    mode = _try(getattr(nvml, fn, None), h)
+    if isinstance(mode, list | tuple) and mode:
+        mode = mode[0]
+    return bool(mode) if isinstance(mode, int) else None
+
+
 def _gpu(nvml: Any, index: int) -> GPUInfo:
     """One GPU's record. Its handle, memory and name are required (raise if NVML cannot give
     them); every other field is ``None`` where this GPU or driver does not support the query."""
@@ -93,6 +134,12 @@ def _gpu(nvml: Any, index: int) -> GPUInfo:
     name = _text(nvml.nvmlDeviceGetName(h)) or "?"
     limit = _try(nvml.nvmlDeviceGetEnforcedPowerLimit, h)
     default = _try(nvml.nvmlDeviceGetPowerManagementDefaultLimit, h)
+    draw = _try(getattr(nvml, "nvmlDeviceGetPowerUsage", None), h)
+    persistence = _try(getattr(nvml, "nvmlDeviceGetPersistenceMode", None), h)
+    clock = getattr(nvml, "nvmlDeviceGetClockInfo", None)
+    app_clock = getattr(nvml, "nvmlDeviceGetApplicationsClock", None)
+    sm, memory = nvml.NVML_CLOCK_SM, nvml.NVML_CLOCK_MEM
+    graphics = getattr(nvml, "NVML_CLOCK_GRAPHICS", 0)
     return GPUInfo(
         index=index, name=name, uuid=_text(_try(nvml.nvmlDeviceGetUUID, h)),
         memory_total_gib=round(mem.total / 2**30, 2),
@@ -103,7 +150,17 @@ def _gpu(nvml: Any, index: int) -> GPUInfo:
         pcie_gen=_try(nvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
         pcie_width=_try(nvml.nvmlDeviceGetCurrPcieLinkWidth, h),
         pcie_gen_max=_try(nvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
-        pcie_width_max=_try(nvml.nvmlDeviceGetMaxPcieLinkWidth, h))
+        pcie_width_max=_try(nvml.nvmlDeviceGetMaxPcieLinkWidth, h),
+        sm_clock_mhz=_try(clock, h, sm), mem_clock_mhz=_try(clock, h, memory),
+        graphics_clock_mhz=_try(clock, h, graphics),
+        app_sm_clock_mhz=_try(app_clock, h, sm), app_mem_clock_mhz=_try(app_clock, h, memory),
+        clock_event_reasons=_clock_events(nvml, h),
+        power_draw_w=draw / 1000 if isinstance(draw, int) else None,
+        temperature_c=_try(getattr(nvml, "nvmlDeviceGetTemperature", None), h,
+                           getattr(nvml, "NVML_TEMPERATURE_GPU", 0)),
+        persistence_mode=bool(persistence) if isinstance(persistence, int) else None,
+        ecc_enabled=_current_mode(nvml, "nvmlDeviceGetEccMode", h),
+        mig_enabled=_current_mode(nvml, "nvmlDeviceGetMigMode", h))
 
 
 def _nvml() -> tuple[list[GPUInfo], str | None, str | None, str | None]:

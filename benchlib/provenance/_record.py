@@ -54,7 +54,10 @@ class Provenance(BaseModel):
     kit_dirty: bool | None = Field(description="uncommitted changes to tracked files")
     engine: EngineProvenance
     model: ModelProvenance
-    hardware: HardwareInfo
+    hardware: HardwareInfo = Field(description="the machine as the run (or variant) started")
+    hardware_end: HardwareInfo | None = Field(
+        None, description="the same capture again as this sidecar was written, at the step's "
+                          "end: clocks, power draw and temperature after the work")
     hardware_mismatches: list[str] = Field(default_factory=list,
                                            description="where the machine differs from the "
                                                        "recipe's hardware section")

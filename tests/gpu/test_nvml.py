@@ -21,3 +21,6 @@ def test_nvml_capture_fills_every_field() -> None:
         assert gpu.sm_clock_max_mhz and gpu.mem_clock_max_mhz
         assert gpu.power_limit_w and gpu.power_default_limit_w
         assert gpu.pcie_gen_max and gpu.pcie_width_max
+        assert gpu.sm_clock_mhz and gpu.mem_clock_mhz and gpu.power_draw_w
+        assert gpu.clock_event_reasons is not None and gpu.temperature_c is not None
+        assert gpu.persistence_mode is not None and gpu.ecc_enabled is not None

@@ -1,6 +1,7 @@
 """Provenance capture: the CPU machine here; the real NVML capture code run against a fake
 ``pynvml`` answering from an H200 capture (tests/data/nvml_h200.json, taken with
-``tests/gpu/test_nvml.py``'s code on an NVIDIA H200; its UUID and kernel build anonymised);
+``tests/gpu/test_nvml.py``'s code on an NVIDIA H200; its UUID and kernel build anonymised;
+the clocks now, power draw, temperature and modes from the H200 run in tests/data/h200_run);
 model hashes and the kit's git state."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -31,9 +32,14 @@ class FakeNVML:
     call raises; handles are the GPU indices.
     """
 
-    NVML_CLOCK_SM = 1  # pynvml's values
+    NVML_CLOCK_GRAPHICS = 0  # pynvml's values
+    NVML_CLOCK_SM = 1
     NVML_CLOCK_MEM = 2
+    NVML_TEMPERATURE_GPU = 0
     NVMLError = FakeNVMLError
+    #: NVML's clock event reason bits, by the names the capture records
+    EVENT_BITS: ClassVar[dict[str, int]] = {"gpu_idle": 0x1, "sw_power_cap": 0x4,
+                                            "hw_slowdown": 0x8}
 
     def __init__(self, capture: dict[str, Any], gpus: list[dict[str, Any]] | None = None,
                  fail: dict[tuple[str, int | None], str] | None = None) -> None:
@@ -101,6 +107,35 @@ class FakeNVML:
     def nvmlDeviceGetMaxPcieLinkWidth(self, h: int) -> int:
         return int(self._answer("nvmlDeviceGetMaxPcieLinkWidth", h)["pcie_width_max"])
 
+    def nvmlDeviceGetClockInfo(self, h: int, clock: int) -> int:
+        gpu = self._answer("nvmlDeviceGetClockInfo", h)
+        return int(gpu[{0: "graphics_clock_mhz", 1: "sm_clock_mhz", 2: "mem_clock_mhz"}[clock]])
+
+    def nvmlDeviceGetApplicationsClock(self, h: int, clock: int) -> int:
+        gpu = self._answer("nvmlDeviceGetApplicationsClock", h)
+        return int(gpu["app_sm_clock_mhz" if clock == self.NVML_CLOCK_SM else "app_mem_clock_mhz"])
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h: int) -> int:
+        gpu = self._answer("nvmlDeviceGetCurrentClocksEventReasons", h)
+        return sum(self.EVENT_BITS[name] for name in gpu["clock_event_reasons"])
+
+    def nvmlDeviceGetPowerUsage(self, h: int) -> int:
+        return round(float(self._answer("nvmlDeviceGetPowerUsage", h)["power_draw_w"]) * 1000)
+
+    def nvmlDeviceGetTemperature(self, h: int, sensor: int) -> int:
+        return int(self._answer("nvmlDeviceGetTemperature", h)["temperature_c"])
+
+    def nvmlDeviceGetPersistenceMode(self, h: int) -> int:
+        return int(self._answer("nvmlDeviceGetPersistenceMode", h)["persistence_mode"])
+
+    def nvmlDeviceGetEccMode(self, h: int) -> list[int]:
+        enabled = int(self._answer("nvmlDeviceGetEccMode", h)["ecc_enabled"])
+        return [enabled, enabled]  # current, pending
+
+    def nvmlDeviceGetMigMode(self, h: int) -> list[int]:
+        enabled = int(self._answer("nvmlDeviceGetMigMode", h)["mig_enabled"])
+        return [enabled, enabled]
+
 
 def two_h200s() -> list[dict[str, Any]]:
     """The captured H200 twice, as GPUs 0 and 1 with their own (fake) UUIDs."""
@@ -126,6 +161,12 @@ def test_nvml_capture_of_an_h200(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (gpu.power_limit_w, gpu.power_default_limit_w) == (700.0, 700.0)
     assert (gpu.pcie_gen, gpu.pcie_width, gpu.pcie_gen_max, gpu.pcie_width_max) == (5, 16, 5, 16)
     assert (info.driver_version, info.cuda_driver_version) == ("580.159.04", "13.0")
+    # idle at the capture: the SM clock parked, the application clocks the maxima
+    assert (gpu.sm_clock_mhz, gpu.mem_clock_mhz, gpu.graphics_clock_mhz) == (345, 3201, 345)
+    assert (gpu.app_sm_clock_mhz, gpu.app_mem_clock_mhz) == (1980, 3201)
+    assert gpu.clock_event_reasons == ["gpu_idle"]
+    assert (gpu.power_draw_w, gpu.temperature_c) == (77.834, 36)
+    assert (gpu.persistence_mode, gpu.ecc_enabled, gpu.mig_enabled) == (True, True, False)
     # the capture of the fake reproduces the real capture it answers from
     assert info.model_dump(include={"gpus", "gpu_count", "driver_version",
                                     "cuda_driver_version", "nvml_error"}) == \
@@ -137,11 +178,15 @@ def test_unsupported_queries_leave_only_their_fields_empty(monkeypatch: pytest.M
     install(monkeypatch, FakeNVML(H200, fail={
         ("nvmlDeviceGetPowerManagementDefaultLimit", 0): "Not Supported",
         ("nvmlDeviceGetCurrPcieLinkGeneration", 0): "Not Supported",
+        ("nvmlDeviceGetMigMode", 0): "Not Supported",  # a GPU without MIG
+        ("nvmlDeviceGetApplicationsClock", 0): "Not Supported",
         ("nvmlSystemGetCudaDriverVersion", None): "Function Not Found"}))
     info = collect_hardware()
     gpu = info.gpus[0]
     assert info.nvml_error is None and info.cuda_driver_version is None
     assert gpu.power_default_limit_w is None and gpu.pcie_gen is None
+    assert gpu.mig_enabled is None and gpu.app_sm_clock_mhz is None
+    assert gpu.ecc_enabled is True and gpu.sm_clock_mhz == 345
     assert gpu.power_limit_w == 700.0 and gpu.pcie_gen_max == 5 and gpu.name == "NVIDIA H200"
 
 

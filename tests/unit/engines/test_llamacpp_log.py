@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from benchlib.engines import parse_engine_log, plan_launch
 from benchlib.recipe import EngineSpec, ModelSpec
 
@@ -69,3 +71,16 @@ def test_vllm_logs_get_no_llamacpp_facts() -> None:
     facts = parse_engine_log("vLLM API server version 0.32.0\nGPU KV cache size: 10 tokens\n"
                              "INFO llama threadpool init, n_threads = 4\n")
     assert facts.threads is None and facts.kv_cache_tokens == 10
+
+
+@pytest.mark.parametrize(("printed", "name"), [
+    ("Q4_K - Medium", "Q4_K_M"), ("Q5_K - Small", "Q5_K_S"), ("Q3_K - Large", "Q3_K_L"),
+    ("Q2_K - Medium", "Q2_K"), ("IQ2_XXS - 2.0625 bpw", "IQ2_XXS"), ("BF16", "BF16"),
+    ("Q8_0", "Q8_0")])
+def test_file_types_read_as_gguf_names_them(printed: str, name: str) -> None:
+    """llama.cpp prints K-quant sizes as words (the H200 run's Q4_K_M: ``Q4_K - Medium``);
+    the facts use GGUF's file type names, as the memory plan does."""
+    facts = parse_engine_log("srv    load_model: loading model 'm.gguf'\n"
+                             f"I print_info: file type   = {printed}\n"
+                             "I print_info: file size   = 4.58 GiB (4.89 BPW)\n")
+    assert facts.model_file_type == name
