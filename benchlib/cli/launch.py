@@ -9,6 +9,12 @@ Before either, ``engine.args`` are checked against the engine's own parser (one 
 stderr says against what; a bad flag exits with code 2 naming it), so a typo costs a second,
 not an engine start; ``--no-check-args`` skips that.
 
+A recipe whose engine spans several machines (``hardware.nodes`` > 1, ``engine.parallel``)
+prints one block a node under ``--dry-run`` (vLLM over Ray: ``ray start`` on each, the server
+on node 0; vLLM ``mp`` and SGLang: the server on each with its ``--node-rank``), every
+engine flag of every node checked; without ``--dry-run`` it is refused with the same blocks
+(exit 2): the kit starts engines on this machine only (:mod:`benchlib.engines._cluster`).
+
 Every secret of the recipe (the API key, the hub token, each ``${NAME}`` of ``engine.args``)
 is filtered out of the engine's log as it is written, so neither the log nor the log tail an
 error prints holds a value; the log is scrubbed once more when the engine stops.
@@ -48,8 +54,10 @@ def run(args: argparse.Namespace) -> int:
         EngineProcess,
         check_engine_args,
         parse_engine_log,
+        plan_cluster,
         plan_launch,
         redact_env,
+        refuse_multi_node,
     )
     from benchlib.recipe import load_recipe, resolve_paths
 
@@ -61,15 +69,25 @@ def run(args: argparse.Namespace) -> int:
                          f"{', '.join(n for n in names if n) or 'none'}")
     chosen = [(n, r) for n, r in pairs if (args.dry_run and args.variant is None)
               or n == (args.variant or names[0])]
+    nodes = recipe.hardware.nodes
+    if not args.dry_run:
+        refuse_multi_node(recipe.model_copy(update={"variants": [
+            v for v in recipe.variants if v.name == chosen[0][0]]}))
     for name, sub in chosen:
-        plan = plan_launch(sub.engine, sub.model, sub.model.local_path or Path(sub.model.id))
+        path = sub.model.local_path or Path(sub.model.id)
+        plan = plan_launch(sub.engine, sub.model, path)
         if name and len(pairs) > 1:
             print(f"# variant {name}: {sub.engine.kind} {sub.engine.version or ''}".rstrip())
         if plan.kind == "endpoint":
             print(f"endpoint: nothing to start; the recipe uses {plan.base_url}")
             continue
         if not args.no_check_args:
-            print(check_engine_args(sub.engine).summary, file=sys.stderr, flush=True)
+            print(check_engine_args(sub.engine, nodes=nodes).summary, file=sys.stderr,
+                  flush=True)
+        if nodes > 1:  # one block a node; the recipe check made sure it can be planned
+            cluster = plan_cluster(sub.engine, sub.model, path, nodes)
+            print(f"# {cluster.how}\n{cluster.text()}", flush=True)
+            continue
         env = " ".join(f"{k}={v}" for k, v in redact_env(plan.env).items())
         print((env + " " if env else "") + plan.recorded_command, flush=True)
     if args.dry_run or plan.kind == "endpoint":

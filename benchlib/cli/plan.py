@@ -1,4 +1,6 @@
-"""``benchlib plan``: will this model fit, how much KV, how many requests, how fast at best."""
+"""``benchlib plan``: will this model fit, how much KV, how many requests, how fast at best;
+with ``--gpus-per-node G``, how many nodes of G × GPU it needs for ``--concurrency`` requests
+of ``--max-model-len`` tokens, and the tp × pp layout (:mod:`benchlib.memory._nodes`)."""
 
 from __future__ import annotations
 
@@ -49,8 +51,29 @@ def register(sub: Any) -> None:
     p.add_argument("--decode-batch", type=int, default=32, help="batch B for the decode floor")
     p.add_argument("--decode-context", type=int, help="context per request for the decode "
                    "floor (default: --max-model-len)")
+    p.add_argument("--gpus-per-node", type=int, help="find the smallest number of nodes of "
+                   "this many GPUs (tp = GPUs per node or --tp, pp = the rest) that holds "
+                   "the weights and --concurrency requests of --max-model-len tokens")
+    p.add_argument("--concurrency", type=int, default=1, help="requests that must fit at "
+                   "once, each of --max-model-len tokens (with --gpus-per-node; default 1)")
+    p.add_argument("--max-nodes", type=int, default=8, help="the most nodes to try "
+                   "(with --gpus-per-node; default 8)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(func=run)
+
+
+def _nodes_text(s: dict[str, Any]) -> str:
+    """The node search as rows: one a node count tried, then the answer."""
+    lines = [f"{'model':<8}  {s['model']}", f"{'GPU':<8}  {s['gpus_per_node']} × {s['gpu']} "
+             f"({s['gpu_memory_gib']:,.2f} GiB) a node; {s['concurrency']} request(s) of "
+             f"{s['context']:,} tokens must fit at once"]
+    for f in s["tried"]:
+        stages = "+".join(str(n) for n in f["stage_layers"])
+        lines.append(f"{'tried':<8}  {f['nodes']} node{'s' if f['nodes'] > 1 else ' '}  tp "
+                     f"{f['tp']} × pp {f['pp']} (layers {stages}): weights "
+                     f"{f['weights_gib_per_gpu']:,.1f} GiB, KV budget "
+                     f"{f['kv_budget_gib_per_gpu']:,.1f} GiB per GPU — {f['why']}")
+    return "\n".join([*lines, f"{'answer':<8}  {s['answer']}"])
 
 
 def _text(s: dict[str, Any]) -> str:
@@ -108,6 +131,13 @@ def run(args: argparse.Namespace) -> int:
             mem_fraction_static=args.mem_fraction_static)
     except ValidationError as exc:
         raise UsageError("plan", validation_message(exc, flags=True)) from None
+    if args.gpus_per_node is not None:
+        from benchlib.memory import plan_nodes
+
+        found = plan_nodes(cfg, gpus_per_node=args.gpus_per_node, concurrency=args.concurrency,
+                           max_nodes=args.max_nodes).summary()
+        print(json.dumps(found, indent=2) if args.json else _nodes_text(found), flush=True)
+        return 0
     summary = plan(cfg).summary()
     print(json.dumps(summary, indent=2) if args.json else _text(summary), flush=True)
     return 0

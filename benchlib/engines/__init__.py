@@ -1,11 +1,21 @@
 """Launching real engines: command lines from recipes, their flags checked against the
 engine's own parser before anything starts, own process group, readiness (health, then one
-real token), log facts and known failures, guaranteed teardown.
+real token), log facts and known failures, guaranteed teardown. A multi-node engine's
+commands are planned node by node (:func:`plan_cluster`) but never started by the kit
+(:func:`refuse_multi_node`).
 
 Where this layer sits: ``docs/architecture.md``.
 """
 
-from benchlib.engines._commands import LaunchPlan, free_port, plan_launch, redact_argv, redact_env
+from benchlib.engines._cluster import ClusterPlan, NodeLaunch, plan_cluster, refuse_multi_node
+from benchlib.engines._commands import (
+    LaunchPlan,
+    free_port,
+    parallel_args,
+    plan_launch,
+    redact_argv,
+    redact_env,
+)
 from benchlib.engines._flags import (
     KNOWN_DIFFERENCES,
     FlagCheck,
@@ -19,6 +29,7 @@ from benchlib.engines._ready import first_token, http_ok
 
 __all__ = [
     "KNOWN_DIFFERENCES",
+    "ClusterPlan",
     "EngineError",
     "EngineLogFacts",
     "EngineProcess",
@@ -26,14 +37,18 @@ __all__ = [
     "FlagSet",
     "KnownFailure",
     "LaunchPlan",
+    "NodeLaunch",
     "check_engine_args",
     "check_recipe_args",
     "engine_flag_set",
     "first_token",
     "free_port",
     "http_ok",
+    "parallel_args",
     "parse_engine_log",
+    "plan_cluster",
     "plan_launch",
     "redact_argv",
     "redact_env",
+    "refuse_multi_node",
 ]

@@ -16,6 +16,10 @@
   (``/v1/chat/completions``, streamed or not, usage with ``stream_options.include_usage``),
   one request at a time; it serves the model under its file name (no alias flag).
 * endpoint: nothing to start; the recipe gives the running server's URL.
+
+``engine.parallel`` adds the parallel sizes (vLLM ``--tensor-parallel-size T
+--pipeline-parallel-size P [--distributed-executor-backend B]``, SGLang ``--tp-size T
+--pp-size P``); what each node of a multi-node engine runs is :mod:`._cluster`'s.
 """
 
 from __future__ import annotations
@@ -30,8 +34,8 @@ from benchlib._secrets import SECRET_FLAGS, expand_env, is_secret_name
 from benchlib.engines._speculative import speculative_args
 from benchlib.recipe import EngineSpec, ModelSpec
 
-__all__ = ["LaunchPlan", "free_port", "plan_launch", "redact_argv", "redact_env"]
-
+__all__ = ["LaunchPlan", "free_port", "parallel_args", "plan_launch", "redact_argv",
+           "redact_env"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +106,19 @@ def _slots(args: list[str]) -> int:
     return 1
 
 
+def parallel_args(engine: EngineSpec) -> list[str]:
+    """The flags of ``engine.parallel`` every node passes (none without it): the sizes
+    always, so the command says them, and vLLM's executor backend when the recipe names one
+    (vLLM picks mp on one node by itself)."""
+    par = engine.parallel
+    if par is None:
+        return []
+    if engine.kind == "sglang":
+        return ["--tp-size", str(par.tp), "--pp-size", str(par.pp)]
+    out = ["--tensor-parallel-size", str(par.tp), "--pipeline-parallel-size", str(par.pp)]
+    return out + (["--distributed-executor-backend", par.backend] if par.backend else [])
+
+
 def plan_launch(engine: EngineSpec, model: ModelSpec, model_path: Path,
                 port: int | None = None) -> LaunchPlan:
     """The command for ``engine`` serving ``model_path`` on ``engine.host:port``."""
@@ -156,7 +173,7 @@ def plan_launch(engine: EngineSpec, model: ModelSpec, model_path: Path,
             argv += ["--ctx", *ctx]
         if ready_path == "/v1/models":
             ready_path = "/health"
-    argv += [*speculative_args(engine), *engine.args]
+    argv += [*parallel_args(engine), *speculative_args(engine), *engine.args]
     base = f"http://{host}:{port}"
     return LaunchPlan(engine.kind, argv, env=dict(engine.env), base_url=base,
                       ready_url=base + ready_path)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlib._exceptions import UsageError
+from benchlib.engines._cluster import plan_cluster
 from benchlib.engines._commands import plan_launch
 from benchlib.engines._flagsets import KNOWN_DIFFERENCES, FlagOption, FlagSet, engine_flag_set
 from benchlib.engines._speculative import speculative_args
@@ -36,7 +37,13 @@ _KIT_FIELDS = {"--model": "model", "--model-path": "model", "-m": "model",
                "--host": "engine.host", "--port": "engine.port",
                "--max-model-len": "engine.max_model_len", "--context-length":
                "engine.max_model_len", "-c": "engine.max_model_len", "--ctx":
-               "engine.max_model_len"}
+               "engine.max_model_len", "--tensor-parallel-size": "engine.parallel.tp",
+               "--tp-size": "engine.parallel.tp", "--pipeline-parallel-size":
+               "engine.parallel.pp", "--pp-size": "engine.parallel.pp",
+               "--distributed-executor-backend": "engine.parallel.backend",
+               "--nnodes": "hardware.nodes", "--node-rank": "hardware.nodes",
+               "--master-addr": "engine.parallel.head", "--dist-init-addr":
+               "engine.parallel.head", "--master-port": "engine.parallel.init_port"}
 #: different flags for one setting: given beside the kit's, the two would fight
 _SAME_SETTING = {"vllm": ({"--speculative-config", "--spec-method", "--spec-model",
                            "--spec-tokens"},),
@@ -224,26 +231,37 @@ def _canonical(opt: FlagOption, engine: str) -> str:
     return opt.name
 
 
-def _kit_argv(engine: EngineSpec) -> tuple[list[str], int]:
-    """The flags the kit itself passes (program left out) and how many of them, at the end,
-    are the speculative setting's."""
+def _kit_fields(engine: EngineSpec, nodes: int) -> list[tuple[str, str]]:
+    """The flags the kit itself passes (program left out), each with the field that owns
+    it: ``engine``, or ``engine.speculative`` for the speculative setting's (at the end of
+    the server's command); on several nodes, then each node's own (``--node-rank`` …)."""
     bare = engine.model_copy(update={"args": []})
-    argv = plan_launch(bare, ModelSpec(id="model"), Path("MODEL"), port=8000).argv
+    model = ModelSpec(id="model")
+    node_flags: tuple[tuple[str, ...], ...] = ()
+    if nodes > 1 and bare.parallel is not None and bare.kind in ("vllm", "sglang"):
+        cluster = plan_cluster(bare, model, Path("MODEL"), nodes)
+        argv, node_flags = list(cluster.serve), cluster.node_flags
+    else:
+        argv = plan_launch(bare, model, Path("MODEL"), port=8000).argv
     start = 3 if len(argv) > 2 and argv[1] == "-m" else 1  # python -m module, or a binary
-    return argv[start:], len(speculative_args(engine))
+    kit, n_spec = argv[start:], len(speculative_args(engine))
+    fields = [("engine", t) for t in kit[:len(kit) - n_spec]]
+    fields += [("engine.speculative", t) for t in kit[len(kit) - n_spec:]]
+    return fields + [("engine", t) for flags in node_flags for t in flags]
 
 
 def _check(engine: EngineSpec, sources: Sequence[tuple[str, Sequence[str]]], variant: str,
-           cache: Path | None) -> FlagCheck:
+           cache: Path | None, nodes: int = 1) -> FlagCheck:
     started = time.perf_counter()
     flags, source = engine_flag_set(engine, cache)
     if flags is None:
         return FlagCheck(engine.kind, False, source, time.perf_counter() - started, variant)
-    kit, n_spec = _kit_argv(engine)
-    kit_fields = [("engine", t) for t in kit[:len(kit) - n_spec]]
-    kit_fields += [("engine.speculative", t) for t in kit[len(kit) - n_spec:]]
+    kit_fields = _kit_fields(engine, nodes)
     problems: list[tuple[str, str]] = []
     notes: list[str] = []
+    if nodes > 1 and engine.parallel is not None:
+        notes.append(f"each of the {nodes} nodes' commands checked too (benchlib launch "
+                     "--dry-run prints them; benchlib starts none of them)")
     if engine.version and flags.version != engine.version and flags.engine != "llamacpp":
         notes.append(f"engine.version says {engine.version}; checked against "
                      f"{flags.version}, the version installed")
@@ -296,28 +314,32 @@ def _check(engine: EngineSpec, sources: Sequence[tuple[str, Sequence[str]]], var
 
 
 def check_engine_args(engine: EngineSpec, argv: Sequence[str] | None = None, *,
-                      field: str = "engine.args", cache: Path | None = None) -> FlagCheck:
+                      field: str = "engine.args", cache: Path | None = None,
+                      nodes: int = 1) -> FlagCheck:
     """Check ``argv`` (default: ``engine.args``), which the recipe gives at ``field``, against
-    ``engine``'s own parser and against the flags the kit passes itself.
+    ``engine``'s own parser and against the flags the kit passes itself (on ``nodes`` > 1
+    machines: every node's, :func:`~benchlib.engines._cluster.plan_cluster`).
 
     Raises :class:`~benchlib._exceptions.UsageError` naming ``field``, each bad flag and
     the closest real ones; returns what was checked against what (or why nothing was).
     """
     args = list(engine.args if argv is None else argv)
-    return _check(engine.model_copy(update={"args": args}), [(field, args)], "", cache)
+    return _check(engine.model_copy(update={"args": args}), [(field, args)], "", cache,
+                  nodes)
 
 
 def check_recipe_args(recipe: Recipe, *, cache: Path | None = None) -> list[FlagCheck]:
     """Check the engine flags of ``recipe`` (each variant's: its engine's ``args`` then its
     own), each flag named by the field it came from (``engine.args``,
     ``variants[1].engine.args``, ``variants[1].args``)."""
+    nodes = recipe.hardware.nodes
     if not recipe.variants:
-        return [check_engine_args(recipe.engine, cache=cache)]
+        return [check_engine_args(recipe.engine, cache=cache, nodes=nodes)]
     out = []
     for i, ((name, sub), variant) in enumerate(zip(recipe.variant_recipes(), recipe.variants,
                                                    strict=True)):
         base = "engine" if variant.engine is None else f"variants[{i}].engine"
         sources = [(f"{base}.args", list((variant.engine or recipe.engine).args)),
                    (f"variants[{i}].args", list(variant.args))]
-        out.append(_check(sub.engine, sources, name, cache))
+        out.append(_check(sub.engine, sources, name, cache, nodes))
     return out

@@ -5,6 +5,8 @@ tokens, max concurrency and the decode floor, per GPU, for any Hugging Face conf
 (:func:`load_model_config`, :func:`count_params`, :func:`weight_plan`, :func:`kv_layout`,
 :func:`kv_capacity`, :func:`decode_floor`) are exported for notebooks that want one step.
 :data:`VLLM_LOG_PATTERNS` is the kit's one table of vLLM's startup lines (engines read it too).
+:func:`plan_nodes` finds how many nodes of a GPU a model needs at a context and a
+concurrency, with pipeline stages splitting the layers (:mod:`._nodes`).
 For SGLang recipes (``PlanConfig(engine="sglang")``) :func:`sglang_pool` predicts SGLang's own
 report, ``max_total_num_tokens`` and the pool's "K size / V size" (:mod:`._sglang`).
 
@@ -34,6 +36,7 @@ from benchlib.memory._kv import (
     legacy_token_report,
 )
 from benchlib.memory._load import load_model_config
+from benchlib.memory._nodes import NodeFit, NodePlan, pipeline_fit, plan_nodes, pp_partition
 from benchlib.memory._params import ParamBreakdown, count_params
 from benchlib.memory._plan import (
     Overhead,
@@ -83,6 +86,8 @@ __all__ = [
     "MLASpec",
     "MoESpec",
     "ModelArch",
+    "NodeFit",
+    "NodePlan",
     "Overhead",
     "ParamBreakdown",
     "Plan",
@@ -113,8 +118,11 @@ __all__ = [
     "overhead_model",
     "parse_sglang_log",
     "parse_vllm_log",
+    "pipeline_fit",
     "plan",
     "plan_figures",
+    "plan_nodes",
+    "pp_partition",
     "sglang_cell_bytes",
     "sglang_mem_fraction_default",
     "sglang_pool",

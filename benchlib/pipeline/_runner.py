@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from benchlib._exceptions import UsageError
 from benchlib._secrets import recipe_secrets, scrub_text, scrub_tree
-from benchlib.engines import check_recipe_args
+from benchlib.engines import check_recipe_args, refuse_multi_node
 from benchlib.pipeline._declare import RunFacts, Step, StepInputs
 from benchlib.pipeline._engine import RunEngine
 from benchlib.pipeline._execute import execute_step
@@ -263,6 +263,7 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
     recipe = resolve_paths(load_recipe(recipe_path), Path.cwd())
     for checked in check_recipe_args(recipe):  # a typo found now, not after a long start
         log(checked.summary)
+    refuse_multi_node(recipe)  # an engine over several machines is started by hand
     recipe_references(recipe)  # so is a bad reference file
     table = step_table()
     steps = [table[name] for name in recipe.steps]

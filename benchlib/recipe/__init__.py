@@ -9,6 +9,7 @@ from benchlib.recipe._load import (
     recipe_from_dict,
     resolve_paths,
 )
+from benchlib.recipe._parallel import DEFAULT_INIT_PORTS, Parallel
 from benchlib.recipe._schema import (
     AccuracySpec,
     CompareSpec,
@@ -23,6 +24,7 @@ from benchlib.recipe._schema import (
 from benchlib.recipe._speculative import METHODS, SpecMethod, Speculative
 
 __all__ = [
+    "DEFAULT_INIT_PORTS",
     "DIFFERENCES",
     "METHODS",
     "AccuracySpec",
@@ -32,6 +34,7 @@ __all__ = [
     "FunctionalChecks",
     "HardwareSpec",
     "ModelSpec",
+    "Parallel",
     "Recipe",
     "RecipeError",
     "Scenario",

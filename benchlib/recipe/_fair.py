@@ -84,7 +84,9 @@ def variant_settings(recipe: Recipe) -> dict[str, str]:
         "chat_template": _flag_value(e.args, _TEMPLATE_FLAGS) or "the model's own",
         "thinking": {None: "the model's default", True: "on", False: "off"}[recipe.thinking],
         "context": str(e.max_model_len or "the engine's default"),
-        "engine_flags": f"{e.kind}: {_other_flags(e.args)}",
+        # the parallel layout was args (--tensor-parallel-size) before engine.parallel
+        "engine_flags": f"{e.kind}: " + " ".join(x for x in (_other_flags(e.args), (
+            f"[{e.parallel.label(recipe.hardware.nodes)}]" if e.parallel else "")) if x),
     }
 
 

@@ -31,6 +31,7 @@ from benchlib.measure import (
     Workload,
 )
 from benchlib.recipe._fair import Difference, check_comparable
+from benchlib.recipe._parallel import Parallel, check_engine_parallel, check_machines
 from benchlib.recipe._speculative import Speculative
 
 __all__ = [
@@ -107,11 +108,14 @@ class EngineSpec(_Strict):
     max_model_len: int | None = Field(None, ge=1)
     speculative: Speculative = Field(default_factory=Speculative,
                                      description="speculative decoding; off by default")
+    parallel: Parallel | None = Field(None, description="tp × pp and how nodes join "
+                                      "(vLLM, SGLang); None: the engine's default, or args")
 
     @model_validator(mode="after")
     def _endpoint_needs_url(self) -> EngineSpec:
         if self.kind == "endpoint" and not self.base_url:
             raise ValueError("engine.kind endpoint needs engine.base_url")
+        check_engine_parallel(self.kind, self.parallel)
         if self.base_url is not None and not self.base_url.startswith("http://"):
             raise ValueError("engine.base_url must start with http://")
         for flag, value in zip(self.args, self.args[1:], strict=False):
@@ -353,6 +357,12 @@ class Recipe(_Strict):
         dupes = sorted({n for n in variants if variants.count(n) > 1})
         if dupes:
             raise ValueError(f"variant names must be unique: {', '.join(dupes)}")
+        return self
+
+    @model_validator(mode="after")
+    def _machines(self) -> Recipe:
+        check_machines(self.hardware, [("engine", self.engine)] + [
+            (f"variants[{i}].engine", v.engine) for i, v in enumerate(self.variants) if v.engine])
         return self
 
     @model_validator(mode="after")

@@ -201,6 +201,8 @@ def _settings(recipe: Recipe, model: Path, cache_config: Mapping[str, str]
     if e.kind == "vllm":
         if e.version:
             cfg["vllm_version"] = str(e.version)
+        if e.parallel is not None:  # the kit passes --tensor-parallel-size from it
+            cfg["tp"] = e.parallel.tp
         for key, flags, kind in (
                 ("kv_cache_dtype", ("--kv-cache-dtype",), str),
                 ("block_size", ("--block-size",), int),

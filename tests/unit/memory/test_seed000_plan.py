@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from benchlib.memory import PlanConfig, plan
+from benchlib.memory import PlanConfig, plan, plan_nodes
 
 CONFIG = Path(__file__).resolve().parents[2] / "data" / "configs" / \
     "glm_moe_dsa-glm52-shape.json"
@@ -43,3 +43,7 @@ def test_fp8_fits_one_node_with_room_for_the_kv_cache() -> None:
 
 def test_bf16_needs_a_second_node() -> None:
     assert _plan("bf16", 16)["fits"] is True
+    # and the node search says so, with the layout vLLM advises (test_nodes.py: more)
+    found = plan_nodes(PlanConfig(model=CONFIG, gpu="B200", weight_dtype="bf16",
+                                  kv_cache_dtype="fp8", max_model_len=32768), gpus_per_node=8)
+    assert found.line.startswith("needs 2 nodes of 8 × B200 (tp 8 × pp 2)")
