@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from benchlib.models import make_tiny_model
+from tests._tls_files import TlsFiles, make_tls_files
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -30,6 +31,15 @@ def tokenizer(tiny_model: Path) -> Any:
     from benchlib.measure import load_tokenizer
 
     return load_tokenizer(tiny_model)
+
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    """A fresh self-signed certificate for ``localhost`` / ``127.0.0.1`` and its key."""
+    made = make_tls_files(tmp_path_factory.mktemp("tls"))
+    if isinstance(made, str):
+        pytest.skip(made)
+    return made
 
 
 class ScriptedServerProcess:

@@ -5,9 +5,9 @@ The flags are generated from :class:`~benchlib.measure.MeasureConfig`'s fields: 
 the default and the help (the field's description) all come from the model, so a setting
 added to :class:`~benchlib.measure.Workload` is a flag too. :data:`_SPECIAL` holds the few
 flags whose spelling or syntax is not the field's (vLLM's ``--metric-percentiles``, the
-``KEY:MS`` goodput pairs); ``--api-key`` is the one flag that is not a field (a secret, never
-in a config). A flag left out is left out of the model's input, so its default is the
-model's.
+``KEY:MS`` goodput pairs); ``--api-key`` and ``--header`` are the flags that are not fields
+(their values are secrets, never in a config, scrubbed from everything printed or written).
+A flag left out is left out of the model's input, so its default is the model's.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
 from benchlib._exceptions import MeasureError, UsageError, validation_message
-from benchlib._secrets import env_secret
+from benchlib._secrets import env_secret, scrub_text
 
 if TYPE_CHECKING:
     from benchlib.measure import MeasureConfig
@@ -84,7 +84,7 @@ _SPECIAL: dict[str, tuple[str, dict[str, Any], Callable[[Any], Any]]] = {
     "sampling": ("--sampling", {"nargs": "+", "metavar": "KEY=VALUE"}, _sampling),
 }
 #: flags that set no field
-_NOT_FIELDS = ("--api-key",)
+_NOT_FIELDS = ("--api-key", "--header")
 
 
 def _plain(annotation: Any) -> Any:
@@ -150,6 +150,10 @@ def register(sub: Any) -> None:
     for f in flag_table():
         p.add_argument(f.flag, dest=f.field, default=argparse.SUPPRESS, **f.kwargs)
     p.add_argument("--api-key", help="bearer token (default: $OPENAI_API_KEY); never written")
+    p.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                   help="an extra header on every request (repeatable), e.g. 'Authorization: "
+                   "Bearer …' for a hosted API or a proxy's token; replaces benchlib's own "
+                   "header of that name; the value is a secret, never printed or written")
     p.set_defaults(func=run)
 
 
@@ -172,15 +176,19 @@ def config_from_args(args: argparse.Namespace) -> MeasureConfig:
 
 def run(args: argparse.Namespace) -> int:
     from benchlib.measure import format_result, measure
+    from benchlib.measure._endpoint import parse_header
 
     cfg = config_from_args(args)
+    headers = [parse_header(h) for h in args.header]
     api_key = args.api_key or env_secret("OPENAI_API_KEY")
-    result = measure(cfg, api_key=api_key)
-    print(format_result(result, cfg.percentiles), flush=True)
+    secrets = [v for v in (api_key, *(value for _, value in headers)) if v]
+    result = measure(cfg, api_key=api_key, headers=headers)
+    print(scrub_text(format_result(result, cfg.percentiles), secrets), flush=True)
     if cfg.result_json is not None:
         print(f"result: {cfg.result_json}", flush=True)
     if result.completed == 0:
         first = next((e for e in result.errors if e), "unknown error")
-        raise MeasureError(f"all {result.failed} requests failed; first error: {first}")
+        raise MeasureError(scrub_text(
+            f"all {result.failed} requests failed; first error: {first}", secrets))
     return 0
 

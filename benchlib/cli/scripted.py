@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ssl
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +43,34 @@ def register(sub: Any) -> None:
     p.add_argument("--close-after-stream", type=float, nargs="?", const=0.0, default=None,
                    metavar="MS", help="close every connection MS ms (default 0) after a "
                    "streamed response, as llama-server does at once")
+    p.add_argument("--max-streams", type=int, default=None, metavar="N",
+                   help="generate at most N streams at once; later requests wait for a slot "
+                   "(TTFT grows past N: a known saturation point)")
     p.add_argument("--crash-above-prompt-chars", type=int, default=None, metavar="N",
                    help="exit the server (a simulated engine crash) on a prompt over N chars")
+    p.add_argument("--tls-cert", type=Path, default=None, metavar="PEM",
+                   help="serve HTTPS with this certificate (chain) …")
+    p.add_argument("--tls-key", type=Path, default=None, metavar="PEM",
+                   help="… and this private key (both or neither)")
+    p.add_argument("--require-header", action="append", default=[], metavar="'NAME: VALUE'",
+                   help="answer 401 to requests without this header (repeatable; a hosted "
+                   "API's key check)")
     p.set_defaults(func=run)
+
+
+def _tls_context(cert: Path | None, key: Path | None) -> ssl.SSLContext | None:
+    """The server's TLS context (TLS 1.2+, HTTP/1.1 by ALPN), or ``None`` for plain HTTP."""
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        raise UsageError("--tls-cert", "give --tls-cert and --tls-key together")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        ctx.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        raise UsageError("--tls-cert", f"cannot load {cert} / {key}: {exc}") from None
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
 
 
 def _fault_kinds() -> dict[str, str]:
@@ -54,8 +80,11 @@ def _fault_kinds() -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from benchlib.measure._endpoint import parse_header
     from benchlib.scripted import FaultRule, ScriptConfig, ScriptedServer
 
+    tls = _tls_context(args.tls_cert, args.tls_key)
+    required = tuple(parse_header(h, "--require-header") for h in args.require_header)
     faults = []
     for spec in args.fault:
         try:
@@ -73,13 +102,16 @@ def run(args: argparse.Namespace) -> int:
                            faults=tuple(faults), huge_chunk_bytes=args.huge_chunk_bytes,
                            idle_timeout_s=args.idle_timeout,
                            close_after_stream_ms=args.close_after_stream,
-                           crash_above_prompt_chars=args.crash_above_prompt_chars)
+                           crash_above_prompt_chars=args.crash_above_prompt_chars,
+                           max_streams=args.max_streams,
+                           required_headers=required)
     except ValidationError as exc:
         raise UsageError("scripted-server", validation_message(exc, flags=True)) from None
-    server = ScriptedServer(cfg, truth=args.truth)
+    server = ScriptedServer(cfg, truth=args.truth, tls=tls)
+    scheme = "https" if tls is not None else "http"
 
     def ready(port: int) -> None:
-        print(f"listening on http://{args.host}:{port}", flush=True)
+        print(f"listening on {scheme}://{args.host}:{port}", flush=True)
 
     try:
         asyncio.run(server.serve(args.host, args.port, ready))

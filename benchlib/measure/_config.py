@@ -17,12 +17,19 @@ from benchlib.measure._workload import Workload
 __all__ = ["MeasureConfig"]
 
 
+def _https(info: ValidationInfo) -> bool:
+    """Whether the (valid) base URL validated before this field is ``https://`` (an invalid
+    one has its own error: no second one here)."""
+    url = info.data.get("base_url")
+    return url is None or str(url).startswith("https://")
+
+
 class MeasureConfig(Workload):
     """Everything ``benchlib measure`` needs: a :class:`Workload` and its run's particulars."""
 
     base_url: str = Field(
-        description="the server: http://HOST:PORT, optionally with a path prefix (a trailing "
-                    "/v1 is understood)")
+        description="the server: http://HOST:PORT or https://HOST[:PORT] (a hosted API, a TLS "
+                    "proxy), optionally with a path prefix (a trailing /v1 is understood)")
     model: str = Field(description="model name the server serves (the body's model field)")
     tokenizer: Path | None = Field(
         None, validate_default=True,
@@ -39,13 +46,43 @@ class MeasureConfig(Workload):
         None, description="write the result JSON here (atomically, at the end) and each "
                           "request's record to <stem>.requests.jsonl beside it, as it ends")
     disable_tqdm: bool = Field(False, description="no progress bar on stderr")
+    ca_bundle: Path | None = Field(
+        None, description="https: trust the CA certificates in this PEM file instead of the "
+                          "system's (a self-signed server: its own certificate)")
+    insecure: bool = Field(
+        False, description="https: do not check the server's certificate or host name (still "
+                           "encrypted, not authenticated)")
 
     @field_validator("base_url")
     @classmethod
     def _http(cls, value: str) -> str:
-        if not value.startswith("http://"):
-            raise ValueError("must start with http:// (for example http://127.0.0.1:8000)")
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https:// (for example "
+                             "http://127.0.0.1:8000)")
+        from benchlib.measure._endpoint import Endpoint
+
+        Endpoint.parse(value)  # a host, a port that is a number
         return value.rstrip("/")
+
+    @field_validator("ca_bundle")
+    @classmethod
+    def _pem_file(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        if value is not None:
+            if not _https(info):
+                raise ValueError("only for an https:// base URL")
+            if not value.is_file():
+                raise ValueError(f"no such file: {value}")
+        return value
+
+    @field_validator("insecure")
+    @classmethod
+    def _insecure(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and not _https(info):
+            raise ValueError("only for an https:// base URL")
+        if value and info.data.get("ca_bundle") is not None:
+            raise ValueError("give a CA bundle or insecure, not both (insecure checks no "
+                             "certificate)")
+        return value
 
     @field_validator("tokenizer")
     @classmethod

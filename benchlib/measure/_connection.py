@@ -8,8 +8,18 @@ kept); SSE framing is :class:`~benchlib.measure._sse.SSEDecoder`. Per read the c
 the least it can: stamp, unframe, and append ``(arrival_ns, payload)``; JSON is decoded after
 the request ends.
 
+``https`` goes through the same callback: the ciphertext is read with the same stamped
+``recvmsg`` and decrypted in memory (:class:`~benchlib._tls.TlsChannel`), so an event's
+arrival is the stamp of the read that completed the TLS record carrying its last byte. It is
+exact (``event_exact``) under the plain-HTTP rule, nothing of a later event in the read, plus
+one of TLS's: the read ended where that record ended. A read that completed the event's
+record and brought part of the next one is only an upper bound: its stamp is the newest
+segment's, which may be the later record's. The handshake happens in :meth:`Connection.open`,
+outside every request's clock, like the TCP connect.
+
 The clock of a request starts immediately before its bytes are handed to the socket: building
-the request, waiting for a free connection or for the event loop are not counted. Where
+(and encrypting) the request, waiting for a free connection or for the event loop are not
+counted. Where
 requests go is :mod:`benchlib.measure._endpoint`; the connections a run shares are
 :mod:`benchlib.measure._pool`'s.
 """
@@ -19,11 +29,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import ssl
 import time
-from dataclasses import dataclass, field
 
 import h11
 
+from benchlib._tls import TlsChannel, tls_error_message
 from benchlib._wire import (
     ANC_BUFSIZE,
     ClockMap,
@@ -31,6 +42,7 @@ from benchlib._wire import (
     rx_timestamp_ns,
     send_whole,
 )
+from benchlib.measure._capture import StreamCapture, closed_message, os_error_message
 from benchlib.measure._endpoint import Address, Endpoint, resolve
 from benchlib.measure._sse import SSEDecoder
 
@@ -39,67 +51,16 @@ __all__ = ["Connection", "StreamCapture"]
 _RECV_BUFSIZE = 1 << 18
 
 
-@dataclass(slots=True)
-class StreamCapture:
-    """Everything one request produced on the wire, before any interpretation.
-
-    ``events`` holds ``(arrival_ns, payload)`` for every SSE event, arrival on the
-    ``perf_counter_ns`` clock. ``body`` holds a non-event-stream body (an error page, a JSON
-    answer where a stream was asked for). ``error`` names a transport failure.
-    """
-
-    start_ns: int = 0
-    end_ns: int = 0
-    status: int | None = None
-    content_type: str = ""
-    events: list[tuple[int, bytes]] = field(default_factory=list)
-    body: bytearray = field(default_factory=bytearray)
-    saw_done: bool = False
-    complete: bool = False
-    error: str | None = None
-    kernel_clock: bool = False
-    #: every read of the response, in order: its arrival time (the kernel stamp, mapped and
-    #: clamped to [start, read], or the read time itself where the read had no stamp) and
-    #: when Python read it; a read's arrival is the newest segment it returned
-    read_times: list[int] = field(default_factory=list)
-    read_user: list[int] = field(default_factory=list)
-    read_stamped: list[bool] = field(default_factory=list)
-    #: reads whose stamp fell outside [start, read] and was clamped (a clock step)
-    clamped_reads: int = 0
-    #: per event: the read that completed it, and whether its last byte was that read's
-    #: last byte (then the read's stamp is its exact arrival, else only an upper bound)
-    event_read: list[int] = field(default_factory=list)
-    event_exact: list[bool] = field(default_factory=list)
-    #: the realtime→monotonic offset at the request's end minus at its start: a clock step
-    #: (NTP, ``makestep``) in between moves kernel stamps, so a large drift is flagged
-    clock_drift_ns: int = 0
-
-
-def _closed_message(capture: StreamCapture | None) -> str:
-    if capture is None or capture.status is None:
-        return "connection closed by the server before responding"
-    return "connection closed by the server mid-response"
-
-
-def _os_error_message(exc: OSError, capture: StreamCapture | None, sending: bool = False
-                      ) -> str:
-    """A socket error as the cause a user can act on: reset, closed, or the OS's words."""
-    if isinstance(exc, ConnectionResetError):
-        when = ("before responding" if capture is None or capture.status is None
-                else "mid-response")
-        return f"connection reset by the server {when}"
-    if isinstance(exc, BrokenPipeError) and sending:
-        return "connection closed by the server while the request was being sent"
-    return f"connection error: {exc.strerror or exc}"
-
-
 class Connection:
-    """One TCP connection driven from the event loop's reader callback."""
+    """One TCP connection (TLS over it for ``https``) driven from the event loop's reader
+    callback."""
 
-    def __init__(self, endpoint: Endpoint, sock: socket.socket, kernel_clock: bool) -> None:
+    def __init__(self, endpoint: Endpoint, sock: socket.socket, kernel_clock: bool,
+                 tls: TlsChannel | None = None) -> None:
         self.endpoint = endpoint
         self._sock = sock
         self._kernel_clock = kernel_clock
+        self._tls = tls
         self._h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=1 << 20)
         self._loop = asyncio.get_running_loop()
         self._capture: StreamCapture | None = None
@@ -117,11 +78,15 @@ class Connection:
 
     @classmethod
     async def open(cls, endpoint: Endpoint, timeout: float,
-                   addrs: list[Address] | None = None) -> Connection:
-        """Connect (outside any request's clock) and set the socket up for stamping.
+                   addrs: list[Address] | None = None,
+                   context: ssl.SSLContext | None = None) -> Connection:
+        """Connect and, for ``https``, shake hands (outside any request's clock); set the
+        socket up for stamping.
 
         ``addrs`` are the endpoint's resolved addresses (:func:`resolve`); without them the
-        host is resolved here.
+        host is resolved here. ``context``: the pool's TLS context (else the endpoint's is
+        built here). A failed handshake raises ``ssl.SSLError`` (an ``OSError``), a
+        certificate that is not trusted ``ssl.SSLCertVerificationError``.
         """
         loop = asyncio.get_running_loop()
         if addrs is None:
@@ -138,7 +103,20 @@ class Connection:
                     f"connect timed out after {timeout:g} s")
                 continue
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            return cls(endpoint, sock, enable_rx_timestamps(sock))
+            stamps = enable_rx_timestamps(sock)
+            if not endpoint.tls:
+                return cls(endpoint, sock, stamps)
+            tls = TlsChannel(context or endpoint.tls_context(), server_side=False,
+                             server_hostname=endpoint.host)
+            try:
+                await tls.handshake(loop, sock, timeout)
+            except TimeoutError:
+                sock.close()
+                raise OSError(f"TLS handshake timed out after {timeout:g} s") from None
+            except OSError:
+                sock.close()
+                raise  # another address would present the same certificate
+            return cls(endpoint, sock, stamps, tls)
         raise last or OSError(f"cannot resolve {endpoint.host}")
 
     @property
@@ -155,8 +133,12 @@ class Connection:
 
         Servers close keep-alive connections that sit idle (uvicorn after 5 s); a request sent
         on one would fail with "closed before responding". A non-blocking ``MSG_PEEK`` tells
-        without consuming anything, before any request's clock starts.
+        without consuming anything, before any request's clock starts. Over TLS a peek sees
+        ciphertext (session tickets are no data), so what waits is read and decrypted
+        (:meth:`~benchlib._tls.TlsChannel.idle_check`).
         """
+        if self._tls is not None:
+            return self._tls.idle_check(self._sock)
         try:
             self._sock.recv(1, socket.MSG_PEEK)
         except (BlockingIOError, InterruptedError):
@@ -177,6 +159,18 @@ class Connection:
         wire = conn.send(h11.Request(method=method, target=target, headers=headers))
         wire += conn.send(h11.Data(data=body))
         wire += conn.send(h11.EndOfMessage())
+        if self._tls is not None:
+            # records the server sent since the handshake (TLS 1.3 session tickets) are read
+            # now, outside the clock: read during the request, their arrival before its start
+            # would look like a clock step
+            self._tls.idle_check(self._sock)
+            try:
+                wire = self._tls.encrypt(wire)
+            except ssl.SSLError as exc:  # a session the server already ended
+                capture.error = tls_error_message(exc)
+                capture.start_ns = capture.end_ns = time.perf_counter_ns()
+                self.close()
+                return
         self._capture = capture
         self._decoder = SSEDecoder()
         capture.kernel_clock = self._kernel_clock
@@ -194,7 +188,7 @@ class Connection:
             raise
         except OSError as exc:  # sending failed: the server went away before reading it all
             if capture.error is None:
-                capture.error = _os_error_message(exc, capture, sending=True)
+                capture.error = os_error_message(exc, capture, sending=True)
             if not capture.end_ns:
                 capture.end_ns = time.perf_counter_ns()
             self.close()
@@ -230,7 +224,7 @@ class Connection:
         except OSError as exc:
             if capture is not None and not capture.end_ns:
                 capture.end_ns = time.perf_counter_ns()
-            self._finish(_os_error_message(exc, capture))
+            self._finish(os_error_message(exc, capture))
             return
         now = time.perf_counter_ns()
         if capture is None:
@@ -248,22 +242,57 @@ class Connection:
         capture.read_user.append(now)
         capture.read_stamped.append(stamp is not None)
         first = len(capture.events)
+        eof = not data
         try:
-            self._h11.receive_data(data)
-            self._drain(capture, arrival, read, eof=not data)
+            if self._tls is None:
+                self._h11.receive_data(data)
+                self._drain(capture, arrival, read, eof=eof)
+            else:
+                first, eof = self._feed_tls(capture, data, arrival, read)
             if (len(capture.events) > first and not capture.complete
                     and not self._decoder.pending and not self._h11.trailing_data[0]):
                 capture.event_exact[-1] = True  # nothing of a later event came with it
         except h11.RemoteProtocolError as exc:
             if not capture.end_ns:
                 capture.end_ns = arrival
-            # h11 words a cut-off body its own way; at EOF the cause is the server's close
-            self._finish(_closed_message(capture) if not data
+            # h11 words a cut-off body its own way; at EOF (a FIN, a close_notify) the cause
+            # is the server's close
+            closed = eof or (self._tls is not None and self._tls.closed)
+            self._finish(closed_message(capture) if closed
                          else f"malformed HTTP response from the server: {exc}")
+        except ssl.SSLError as exc:  # a broken record, or a fatal alert from the server
+            if not capture.end_ns:
+                capture.end_ns = arrival
+            self._finish(tls_error_message(exc))
         except Exception as exc:  # never leave the request hanging on an unforeseen input
             if not capture.end_ns:
                 capture.end_ns = arrival
             self._finish(f"cannot read the response: {type(exc).__name__}: {exc}")
+
+    def _feed_tls(self, capture: StreamCapture, data: bytes, arrival: int, read: int
+                  ) -> tuple[int, bool]:
+        """Decrypt one read and feed its plaintext to h11: first the records before the
+        read's last whole record, then that record, then the end of the stream if it came.
+
+        Returns the number of events that preceded the last record's (only events after it
+        can be exact; all of them when the read did not end at a record boundary) and whether
+        the stream ended.
+        """
+        assert self._tls is not None
+        out = self._tls.decrypt(data)
+        if out.head:
+            self._h11.receive_data(out.head)
+            self._drain(capture, arrival, read, eof=False)
+        before = len(capture.events)
+        if out.last:
+            self._h11.receive_data(out.last)
+            if self._done is not None and not self._done.done():
+                self._drain(capture, arrival, read, eof=False)
+        if out.closed:
+            self._h11.receive_data(b"")
+            if self._done is not None and not self._done.done():
+                self._drain(capture, arrival, read, eof=True)
+        return (before if out.boundary else len(capture.events)), out.closed
 
     def _drain(self, capture: StreamCapture, arrival: int, read: int, eof: bool) -> None:
         conn = self._h11
@@ -295,7 +324,7 @@ class Connection:
                 return
             elif isinstance(event, h11.ConnectionClosed):
                 capture.end_ns = arrival
-                self._finish(_closed_message(capture))
+                self._finish(closed_message(capture))
                 return
             elif event is h11.PAUSED:
                 capture.end_ns = arrival
@@ -304,7 +333,7 @@ class Connection:
             else:  # h11.NEED_DATA
                 if eof:
                     capture.end_ns = arrival
-                    self._finish(_closed_message(capture))
+                    self._finish(closed_message(capture))
                 return
 
     def close(self) -> None:
@@ -313,5 +342,7 @@ class Connection:
         self.closed = True
         with contextlib.suppress(ValueError, OSError):
             self._loop.remove_reader(self._sock.fileno())
+        if self._tls is not None:
+            self._tls.close_notify(self._sock)
         self._sock.close()
 

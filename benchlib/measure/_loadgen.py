@@ -23,12 +23,15 @@ import gc
 import math
 import os
 import socket
+import ssl
 import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
+from benchlib._tls import tls_error_message
 from benchlib.measure._arrivals import arrival_offsets
 from benchlib.measure._connection import StreamCapture
 from benchlib.measure._endpoint import Endpoint
@@ -46,7 +49,8 @@ _SWITCH_INTERVAL_S = 0.0005
 
 @dataclass(frozen=True, slots=True)
 class LoadPlan:
-    """How to send: where, how fast, how many at once."""
+    """How to send: where (with which certificates trusted and which extra headers), how
+    fast, how many at once. The key and the headers' values are secrets: never in the repr."""
 
     base_url: str
     kind: EndpointKind
@@ -57,15 +61,28 @@ class LoadPlan:
     request_timeout: float = 600.0
     connect_timeout: float = 10.0
     seed: int = 0
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    ca_bundle: Path | None = None
+    insecure: bool = False
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint.parse(self.base_url, ca_bundle=self.ca_bundle, insecure=self.insecure,
+                              headers=self.headers)
 
 
 def _headers(endpoint: Endpoint, body: bytes, api_key: str | None) -> list[tuple[str, str]]:
+    """A request's headers: benchlib's, then the endpoint's extra ones, which replace any of
+    benchlib's with the same name (``Authorization`` over ``--api-key``, ``Host``,
+    ``User-Agent`` …)."""
     headers = [("host", endpoint.host_header), ("content-type", "application/json"),
                ("accept", "text/event-stream"), ("user-agent", "benchlib"),
                ("content-length", str(len(body)))]
     if api_key:
         headers.append(("authorization", f"Bearer {api_key}"))
+    if endpoint.headers:
+        extra = {name.lower() for name, _ in endpoint.headers}
+        headers = [h for h in headers if h[0] not in extra] + list(endpoint.headers)
     return headers
 
 
@@ -75,7 +92,9 @@ async def _one(pool: ConnectionPool, target: str, headers: list[tuple[str, str]]
     try:
         conn = await pool.acquire()
     except OSError as exc:
-        if isinstance(exc, socket.gaierror):
+        if isinstance(exc, ssl.SSLError):
+            why = tls_error_message(exc)
+        elif isinstance(exc, socket.gaierror):
             why = f"cannot resolve {pool.endpoint.host!r} ({exc.strerror or exc})"
         elif exc.errno and exc.errno > 0:
             # asyncio words a refused connect "Connect call failed (addr)": the OS's cause
@@ -85,7 +104,7 @@ async def _one(pool: ConnectionPool, target: str, headers: list[tuple[str, str]]
         if exc.errno in (errno.EMFILE, errno.ENFILE):
             why += (f" (the open-file limit is {open_file_limit()}; raise the hard limit, "
                     "e.g. ulimit -Hn, or lower --max-concurrency)")
-        capture.error = f"cannot connect to {pool.endpoint.host_header}: {why}"
+        capture.error = f"cannot connect to {pool.endpoint.address}: {why}"
         capture.start_ns = capture.end_ns = time.perf_counter_ns()
         return capture
     try:
@@ -120,7 +139,7 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
     the reference takes it: from the start of the load, before the first arrival gap, to the
     end of the last request, in ns.
     """
-    endpoint = Endpoint.parse(plan.base_url)
+    endpoint = plan.endpoint()
     target = endpoint.path(API_PATHS[plan.kind])
     limit = plan.max_concurrency
     size = min(limit or len(bodies), _MAX_PREOPEN, max(1, len(bodies)))

@@ -1,20 +1,26 @@
 """The keep-alive connection pool: opened before the timed phase, shared by all requests.
 
-Every handshake happens outside a request's clock: the pool opens its connections before the
-load starts, and a request that finds no usable idle connection opens a new one before its
-bytes go out (see :mod:`benchlib.measure._connection` for where the clock starts).
+Every handshake (TCP, and TLS for ``https``) happens outside a request's clock: the pool opens
+its connections before the load starts, and a request that finds no usable idle connection
+opens a new one before its bytes go out (see :mod:`benchlib.measure._connection` for where
+the clock starts). :func:`check_tls` makes one connection before a run, so that a
+certificate nobody trusts stops the run at once with what to do, instead of failing every
+request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 
+from benchlib._exceptions import UsageError
+from benchlib._tls import tls_error_message
 from benchlib.measure._connection import Connection
 from benchlib.measure._endpoint import Address, Endpoint, resolve
 
 __all__ = ["CLOSE_WINDOW_S", "CONNECT_CONCURRENCY", "MAX_IDLE_S", "SETTLE_S",
-           "ConnectionPool"]
+           "ConnectionPool", "check_tls"]
 
 #: handshakes in flight at once while a pool opens
 CONNECT_CONCURRENCY = 128
@@ -42,6 +48,8 @@ class ConnectionPool:
         self._idle: list[Connection] = []
         self._addrs: list[Address] | None = None
         self._connecting: asyncio.Semaphore | None = None
+        #: one TLS context for all its connections (loading the CAs once)
+        self._context = endpoint.tls_context() if endpoint.tls else None
         #: the server closes a connection after each response although its headers say
         #: keep-alive (llama-server: cpp-httplib ends a chunked stream by closing); learned
         #: from a whole, successful response's connection found closed, never assumed
@@ -65,7 +73,8 @@ class ConnectionPool:
         if self._connecting is None:
             self._connecting = asyncio.Semaphore(CONNECT_CONCURRENCY)
         async with self._connecting:
-            return await Connection.open(self.endpoint, self._connect_timeout, self._addrs)
+            return await Connection.open(self.endpoint, self._connect_timeout, self._addrs,
+                                         self._context)
 
     @property
     def kernel_clock(self) -> bool:
@@ -135,3 +144,29 @@ class ConnectionPool:
         for conn in self._idle:
             conn.close()
         self._idle.clear()
+
+
+async def check_tls(endpoint: Endpoint, timeout: float) -> None:
+    """For ``https``: open one connection and close it; a failed handshake raises
+    :class:`~benchlib.UsageError` saying what to do (exit code 2, before any load).
+
+    A server that cannot be reached raises nothing: the run's requests each name it.
+    """
+    if not endpoint.tls:
+        return
+    try:
+        conn = await Connection.open(endpoint, timeout)
+    except ssl.SSLCertVerificationError as exc:
+        trusted = (f"the CAs in --ca-bundle {endpoint.ca_bundle}" if endpoint.ca_bundle
+                   else "the system's CAs")
+        raise UsageError("--base-url", (
+            f"the TLS certificate of {endpoint.address} is not trusted by {trusted} "
+            f"({exc.verify_message}). Pass --ca-bundle PEM with the certificate of the CA "
+            "that signed it (a self-signed server: its own certificate), or --insecure to "
+            "skip the check (still encrypted, but not authenticated)")) from None
+    except ssl.SSLError as exc:
+        raise UsageError("--base-url", f"TLS with {endpoint.address} failed: "
+                                       f"{tls_error_message(exc)}") from None
+    except OSError:
+        return
+    conn.close()

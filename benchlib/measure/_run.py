@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import datetime as dt
 import hashlib
 import json
+import math
 import os
 import sys
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -30,6 +32,7 @@ from benchlib.measure._connection import StreamCapture
 from benchlib.measure._datasets import file_prompts, random_prompts
 from benchlib.measure._loadgen import LoadPlan, run_load
 from benchlib.measure._metrics import summarize
+from benchlib.measure._pool import check_tls
 from benchlib.measure._records import RecordLog, RequestRecord, requests_path
 from benchlib.measure._request import Prompt, RequestOutcome, build_body, chunk_token_counts
 from benchlib.measure._result import MeasureResult
@@ -77,15 +80,13 @@ def prompts_digest(prompts: list[Prompt]) -> str:
     return h.hexdigest()
 
 
-def _probe_usage(cfg: MeasureConfig, body: bytes, api_key: str | None) -> None:
+def _probe_usage(plan: LoadPlan, body: bytes) -> None:
     """Without a tokenizer, output tokens can only come from the server's usage: ask once,
     before the run, whether it sends one, and refuse to start if it answers without."""
-    plan = LoadPlan(base_url=cfg.base_url, kind=cfg.endpoint, max_concurrency=1,
-                    request_timeout=min(cfg.request_timeout, 120.0), api_key=api_key)
     outcomes, _ = run_coroutine(run_load([body], [0], plan, [], lambda o, c: None))
     probe = outcomes[0]
     if probe.success and probe.output_tokens_source == "none":
-        raise UsageError("--tokenizer", f"{cfg.base_url} streams no usage (stream_options."
+        raise UsageError("--tokenizer", f"{plan.base_url} streams no usage (stream_options."
                          "include_usage), so output tokens can only be counted with the "
                          "model's tokenizer: pass --tokenizer PATH")
 
@@ -110,27 +111,40 @@ def build_requests(cfg: MeasureConfig, tokenizer: Any | None) -> tuple[list[Prom
 
 def measure(cfg: MeasureConfig, api_key: str | None = None,
             out: IO[str] | None = None,
-            on_warmed: Callable[[], None] | None = None) -> MeasureResult:
+            on_warmed: Callable[[], None] | None = None,
+            headers: Sequence[tuple[str, str]] = ()) -> MeasureResult:
     """Run the measurement ``cfg`` describes and return its result (also written to
     ``cfg.result_json``, as :meth:`MeasureResult.to_json`, with the ``.requests.jsonl``
     beside it, when set). ``on_warmed`` is called once the warmups are done, right before
-    the timed load (a server-metrics sampler takes its baseline there)."""
-    tokenizer = load_tokenizer(cfg.tokenizer) if cfg.tokenizer is not None else None
-    prompts, bodies = build_requests(cfg, tokenizer)
-    warmups = [bodies[0]] * cfg.num_warmups  # as the reference: the first prompt, N times
-    if tokenizer is None:
-        first = prompts[0]
-        _probe_usage(cfg, build_body(Prompt(first.prompt, first.prompt_len, 1),
-                                     cfg.endpoint, cfg.model, ignore_eos=cfg.ignore_eos,
-                                     sampling=cfg.sampling), api_key)
+    the timed load (a server-metrics sampler takes its baseline there).
+
+    ``headers``: ``(name, value)`` pairs every request carries (a hosted API's key, a
+    proxy's token), replacing benchlib's own of the same name. Their values, like
+    ``api_key``, are secrets: scrubbed from every file written. For an ``https`` base URL
+    one connection is made first: a certificate that is not trusted stops the run with
+    :class:`~benchlib.UsageError` saying what to do, before any request.
+    """
+    secrets = [v for v in (api_key, *(value for _, value in headers)) if v]
     plan = LoadPlan(base_url=cfg.base_url, kind=cfg.endpoint, max_concurrency=cfg.max_concurrency,
                     request_rate=cfg.request_rate, burstiness=cfg.burstiness,
                     num_warmups=cfg.num_warmups, request_timeout=cfg.request_timeout,
-                    seed=cfg.seed, api_key=api_key)
+                    seed=cfg.seed, api_key=api_key, headers=tuple(headers),
+                    ca_bundle=cfg.ca_bundle, insecure=cfg.insecure)
+    tokenizer = load_tokenizer(cfg.tokenizer) if cfg.tokenizer is not None else None
+    prompts, bodies = build_requests(cfg, tokenizer)
+    run_coroutine(check_tls(plan.endpoint(), plan.connect_timeout))
+    warmups = [bodies[0]] * cfg.num_warmups  # as the reference: the first prompt, N times
+    if tokenizer is None:
+        first = prompts[0]
+        _probe_usage(dataclasses.replace(plan, max_concurrency=1, request_rate=math.inf,
+                                         num_warmups=0,
+                                         request_timeout=min(cfg.request_timeout, 120.0)),
+                     build_body(Prompt(first.prompt, first.prompt_len, 1), cfg.endpoint,
+                                cfg.model, ignore_eos=cfg.ignore_eos, sampling=cfg.sampling))
     log: RecordLog | None = None
     if cfg.result_json is not None:
         cfg.result_json.parent.mkdir(parents=True, exist_ok=True)
-        log = RecordLog(requests_path(cfg.result_json), [api_key] if api_key else [])
+        log = RecordLog(requests_path(cfg.result_json), secrets)
     counts: dict[int, list[float]] = {}
     bar = tqdm(total=len(bodies), desc="requests", unit="req", disable=cfg.disable_tqdm,
                file=sys.stderr, mininterval=0.5)
@@ -172,6 +186,6 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
     if cfg.result_json is not None:
         tmp = cfg.result_json.with_suffix(cfg.result_json.suffix + ".tmp")
         text = json.dumps(result.to_json(), indent=2, allow_nan=False, default=str) + "\n"
-        tmp.write_text(scrub_text(text, [api_key] if api_key else []), encoding="utf-8")
+        tmp.write_text(scrub_text(text, secrets), encoding="utf-8")
         tmp.replace(cfg.result_json)
     return result

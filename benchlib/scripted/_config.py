@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -110,9 +111,23 @@ class ScriptConfig(BaseModel):
                                 "response although the headers allow keep-alive "
                                 "(llama-server does at once: cpp-httplib ends a chunked "
                                 "stream by closing); a delay opens the reuse race wide")
+    required_headers: tuple[tuple[str, str], ...] = Field(
+        (), description="(name, value) pairs every request but /health must carry, or it is "
+                        "answered 401 (a hosted API's key check)")
+    max_streams: int | None = Field(
+        None, ge=1, description="generate at most this many streams at once (an engine's "
+                                "max_num_seqs): a request beyond them waits, first come first "
+                                "served, and its schedule (ttft, then itl) starts when a slot "
+                                "frees, so TTFT jumps at a known concurrency (a saturation "
+                                "point the SLO search must find)")
     crash_above_prompt_chars: int | None = Field(
         None, ge=1, description="exit the whole server (an engine crash, like seed 003's Xid "
                                 "on a long chat) when a prompt longer than this arrives")
+
+    def authorized(self, headers: Sequence[tuple[bytes, bytes]]) -> bool:
+        """Whether ``headers`` (h11's: names lower-cased) carry every required header."""
+        given = {(n.decode("latin-1"), v.decode("latin-1")) for n, v in headers}
+        return all((n.lower(), v) in given for n, v in self.required_headers)
 
     def fault_for(self, n: int) -> FaultKind | None:
         """The fault the ``n``-th streamed request (1-based) gets, if any."""

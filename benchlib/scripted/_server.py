@@ -22,6 +22,11 @@ content writes that did happen, so a consumer of the truth file keeps the rows w
 ``fault`` (or those its client counted as successes) when it compares timings. Faults never
 move the schedule of the other requests.
 
+With a certificate and key (``tls``) it serves HTTPS the same way, TLS done in memory over
+the raw sockets (:mod:`benchlib.scripted._peer`), so its truth stays the wire's. Headers it
+requires (``required_headers``, a hosted API's key check) are answered 401 when missing; the
+truth row lists the names of the headers a request carried, never their values.
+
 The server raises its soft open-file limit (up to the hard limit) so that thousands of
 concurrent connections can be accepted; a failed ``accept`` (out of descriptors) is retried,
 never fatal.
@@ -34,10 +39,11 @@ import contextlib
 import json
 import os
 import socket
+import ssl
 import struct
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -88,16 +94,22 @@ _HTTP_FAULTS: dict[str, tuple[int, str, str]] = {
 }
 #: accept() failures that a busy server outlives (descriptors run out, a client gave up)
 _ACCEPT_RETRY_S = 0.05
+#: a TLS handshake that takes longer is abandoned
+_HANDSHAKE_S = 10.0
 
 
 class ScriptedServer:
-    """Serve scripted streams on ``host:port``; write the truth to ``truth`` if given."""
+    """Serve scripted streams on ``host:port``; write the truth to ``truth`` if given; serve
+    HTTPS with the ``tls`` server context if given."""
 
-    def __init__(self, config: ScriptConfig, truth: Path | None = None) -> None:
+    def __init__(self, config: ScriptConfig, truth: Path | None = None,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.config = config
+        self._tls = tls
         self._truth_path = truth
         self._truth: IO[str] | None = None
         self._count = 0
+        self._slots = asyncio.Semaphore(config.max_streams) if config.max_streams else None
 
     async def serve(self, host: str, port: int, on_ready: Callable[[int], None]) -> None:
         """Listen, call ``on_ready(port)``, and serve until cancelled."""
@@ -122,7 +134,7 @@ class ScriptedServer:
                     await asyncio.sleep(_ACCEPT_RETRY_S)
                     continue
                 sock.setblocking(False)
-                task = loop.create_task(self._connection(_Peer(sock)))
+                task = loop.create_task(self._connection(_Peer(sock, self._tls)))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
         finally:
@@ -133,7 +145,9 @@ class ScriptedServer:
                 self._truth.close()
 
     async def _connection(self, peer: _Peer) -> None:
+        orderly = True
         try:
+            await peer.handshake(_HANDSHAKE_S)
             while True:
                 request, body, arrival = await self._read_request(peer)
                 if request is None:
@@ -146,15 +160,17 @@ class ScriptedServer:
                     return
                 peer.h11.start_next_cycle()
         except _Hangup as hangup:
+            orderly = False  # a fault cuts the connection: no close_notify
             if hangup.reset:  # linger on, timeout 0: close() sends RST, not FIN
                 with contextlib.suppress(OSError):
                     peer.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
                                          struct.pack("ii", 1, 0))
             return
-        except (OSError, h11.ProtocolError):
+        except (OSError, h11.ProtocolError):  # ssl.SSLError too: a refused certificate
+            orderly = False
             return
         finally:
-            peer.sock.close()
+            peer.close(notify=orderly)
 
     async def _read_request(self, peer: _Peer) -> tuple[h11.Request | None, bytes, int]:
         request: h11.Request | None = None
@@ -188,6 +204,10 @@ class ScriptedServer:
         target = req.target.decode("latin-1").split("?")[0]
         if req.method == b"GET" and target in ("/health", "/v1/health"):
             await self._json(peer, 200, {"status": "ok"})
+        elif not self.config.authorized(req.headers):
+            await self._json(peer, 401, {"error": {
+                "message": "scripted: a required header is missing or wrong",
+                "type": "AuthenticationError", "param": None, "code": 401}})
         elif req.method == b"GET" and target == "/v1/models":
             await self._json(peer, 200, {"object": "list", "data": [
                 {"id": self.config.model, "object": "model", "owned_by": "benchlib"}]})
@@ -200,9 +220,22 @@ class ScriptedServer:
             if not isinstance(payload, dict):
                 await self._json(peer, 400, {"error": {"message": "body is not a JSON object"}})
                 return
-            await self._generate(peer, payload, target.endswith("chat/completions"), arrival)
+            async with self._slot() as start_ns:  # max_streams: wait for a free slot
+                await self._generate(peer, payload, target.endswith("chat/completions"),
+                                     arrival, [name.decode("latin-1") for name, _ in req.headers],
+                                     start_ns)
         else:
             await self._json(peer, 404, {"error": {"message": f"no route {target}"}})
+
+    @contextlib.asynccontextmanager
+    async def _slot(self) -> AsyncIterator[int]:
+        """One of ``max_streams`` generation slots, held for the whole response; yields the
+        perf_counter_ns it was had (0: no limit)."""
+        if self._slots is None:
+            yield 0
+            return
+        async with self._slots:
+            yield time.perf_counter_ns()
 
     async def _json(self, peer: _Peer, status: int, obj: dict[str, Any],
                     headers: tuple[tuple[str, str], ...] = ()) -> None:
@@ -214,7 +247,7 @@ class ScriptedServer:
         await peer.write(h11.EndOfMessage())
 
     async def _generate(self, peer: _Peer, payload: dict[str, Any], chat: bool,
-                        arrival: int) -> None:
+                        arrival: int, header_names: list[str], start_ns: int = 0) -> None:
         cfg = self.config
         limit = cfg.crash_above_prompt_chars
         if limit is not None and _prompt_chars(payload) > limit:
@@ -232,7 +265,7 @@ class ScriptedServer:
         row: dict[str, Any] = {"id": rid, "arrival_ns": arrival, "content_writes_ns": writes,
                                "content_send_begin_ns": begins,
                                "completion_tokens": n, "tokens_per_chunk": k,
-                               "kernel_clock": peer.kernel_clock}
+                               "kernel_clock": peer.kernel_clock, "headers": header_names}
         if fault is not None:
             row["fault"] = fault
         if fault in _HTTP_FAULTS:
@@ -259,7 +292,9 @@ class ScriptedServer:
             role = {**base, "choices": [{"index": 0, "delta": {"role": "assistant",
                                                                 "content": ""}}]}
             row["role_write_ns"] = await self._event(peer, role)
-        t0 = arrival / 1e9
+        t0 = max(arrival, start_ns) / 1e9  # a request that waited for a slot starts late
+        if cfg.max_streams is not None:
+            row["slot_ns"] = start_ns
         chunks = [(i, min(i + k, n)) for i in range(0, n, k)]
         cut = max(1, len(chunks) // 2)  # content chunks sent before a mid-stream fault
         # rendered before the first is due, so each due time costs only a send

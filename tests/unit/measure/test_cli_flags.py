@@ -24,6 +24,10 @@ FLAGS_BEFORE = {
     "--no-ignore-eos", "--tokenizer", "--seed", "--metric-percentiles", "--goodput",
     "--result-json", "--api-key", "--disable-tqdm",
 }
+#: flags added since: the sampling fields, and TLS (--header is no field: its values are secrets)
+FLAGS_ADDED = {"--sampling", "--ca-bundle", "--insecure", "--header"}
+#: the defaults of the fields added since the golden configs were taken
+FIELDS_ADDED = {"ca_bundle": None, "insecure": False}
 
 
 def _measure_parser() -> argparse.ArgumentParser:
@@ -43,8 +47,9 @@ def _plain(cfg: MeasureConfig) -> Any:
 def test_every_field_has_a_flag_and_every_flag_a_field() -> None:
     actions = [a for a in _measure_parser()._actions if a.option_strings != ["-h", "--help"]]
     flags = {s for a in actions for s in a.option_strings}
-    assert flags == FLAGS_BEFORE | {"--sampling"}
-    by_field = {a.dest for a in actions if a.option_strings != ["--api-key"]}
+    assert flags == FLAGS_BEFORE | FLAGS_ADDED
+    by_field = {a.dest for a in actions
+                if a.option_strings not in (["--api-key"], ["--header"])}
     assert by_field == set(MeasureConfig.model_fields)
     assert len(flag_table()) == len(MeasureConfig.model_fields)
     for a in actions:  # the help is the field's description
@@ -56,7 +61,7 @@ def test_every_field_has_a_flag_and_every_flag_a_field() -> None:
 def test_flags_give_the_config_they_gave_before(name: str) -> None:
     """Same argv, same MeasureConfig as the hand-written parser built (defaults included)."""
     case = GOLDEN["cli"][name]
-    assert _plain(config_from_args(_parse(case["argv"]))) == case["config"]
+    assert _plain(config_from_args(_parse(case["argv"]))) == {**case["config"], **FIELDS_ADDED}
 
 
 def test_sampling_fields_are_json_values() -> None:
@@ -78,3 +83,17 @@ def test_a_bad_value_names_its_flag_not_the_field(argv: list[str], flag: str) ->
     with pytest.raises(UsageError) as info:
         config_from_args(_parse(base + argv))
     assert f"{flag}:" in str(info.value), info.value
+
+
+def test_tls_flags_set_the_tls_fields(tmp_path: Path) -> None:
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n")
+    base = ["--base-url", "https://api.example.com/v1", "--model", "m", "--tokenizer", "/t"]
+    cfg = config_from_args(_parse([*base, "--ca-bundle", str(bundle)]))
+    assert (cfg.ca_bundle, cfg.insecure) == (bundle, False)
+    assert config_from_args(_parse([*base, "--insecure"])).insecure
+    args = _parse([*base, "--header", "X-A: 1", "--header", "Authorization: Bearer s"])
+    assert args.header == ["X-A: 1", "Authorization: Bearer s"]
+    with pytest.raises(UsageError) as info:
+        config_from_args(_parse([*base, "--insecure", "--ca-bundle", str(bundle)]))
+    assert "--insecure:" in str(info.value)
