@@ -11,6 +11,8 @@
     references    name → a published result's figures and fields
     compare       04_compare's results (variants side by side, provenance differences)
     provenance    name → the measure step's provenance (hardware, engine, model, kit)
+    sweeps        name → an SLO search kept in the run folder (RUN/sweep/NAME/sweep.json:
+                  knee, first_fail, probes …; empty for most runs)
 
 Each measurement's figures are its result keys (``median_ttft_ms``, ``output_throughput``,
 ``p99_tpot_ms`` …) with three short aliases a sentence reads well with: ``tok_s``
@@ -28,6 +30,7 @@ from typing import Any
 from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._results import read_results
 from benchlib.pipeline.steps._summary import measurements
+from benchlib.sweep import run_sweeps
 
 __all__ = ["ALIASES", "report_context", "variant_names"]
 
@@ -111,4 +114,6 @@ def report_context(run_dir: str | Path) -> dict[str, Any]:
             "run": variants[names[0]] if names == [""] else {},
             "plan": _with_underscores(plans), "provenance": _with_underscores(provenance),
             "references": _with_underscores(references), "compare": compare,
-            "accuracy": _with_underscores(accuracy)}
+            "accuracy": _with_underscores(accuracy),
+            "sweeps": _with_underscores({name or "run": s.model_dump(mode="json")
+                                         for name, s in run_sweeps(run.path)})}

@@ -1,13 +1,17 @@
 """The report's figures, drawn from the report context as PNG bytes (embedded in the page, so
-it reads offline): the Pareto view and TTFT / TPOT with their spread per concurrency."""
+it reads offline): the Pareto view and TTFT / TPOT with their spread per concurrency, and
+the curves of the SLO searches the run folder keeps (when it keeps any)."""
 
 from __future__ import annotations
 
 import io
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["measurements", "pareto_png", "spread_png"]
+if TYPE_CHECKING:
+    from benchlib.sweep import SweepSummary
+
+__all__ = ["measurements", "pareto_png", "spread_png", "sweep_png", "sweeps_of"]
 
 
 def measurements(context: Mapping[str, Any]) -> Iterator[tuple[str, str, int, dict[str, Any]]]:
@@ -94,3 +98,26 @@ def spread_png(context: Mapping[str, Any]) -> bytes | None:
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
     return _png(fig)
+
+
+def sweeps_of(context: Mapping[str, Any]) -> list[tuple[str, SweepSummary]]:
+    """The SLO searches of ``context["sweeps"]`` by their own names (not their ``_``
+    aliases, which are the same objects)."""
+    from benchlib.sweep import SweepSummary
+
+    seen: set[int] = set()
+    out: list[tuple[str, SweepSummary]] = []
+    for name, data in (context.get("sweeps") or {}).items():
+        if id(data) not in seen:
+            seen.add(id(data))
+            out.append((name, SweepSummary.model_validate(data)))
+    return out
+
+
+def sweep_png(context: Mapping[str, Any]) -> bytes | None:
+    """The SLO searches' curves (throughput and goodput, each SLO over its limit, the knee
+    marked) of ``context["sweeps"]``; None when the run folder keeps none."""
+    from benchlib.sweep import sweep_figure
+
+    found = sweeps_of(context)
+    return _png(sweep_figure(found)) if found else None

@@ -6,7 +6,8 @@ provenance card; the functional checks and what an application sees (openai SDK)
 against the live engine (weights, KV budget, KV tokens and blocks as the engine reported them
 at launch, a difference above 2 % flagged); the plan against what was measured (TPOT against
 the decode floor, peak KV use against the plan's expectation); the figures (Pareto view,
-TTFT and TPOT spread per concurrency); speculative acceptance; published references; caveats
+TTFT and TPOT spread per concurrency, and the SLO searches' curves with their knees when the
+run folder keeps any); speculative acceptance; published references; caveats
 and every provenance difference; and an appendix of the names a write-up can cite.
 """
 
@@ -19,7 +20,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from benchlib.report._figures import measurements, pareto_png, spread_png
+from benchlib.report._figures import measurements, pareto_png, spread_png, sweep_png, sweeps_of
 from benchlib.report._writeup import fmt_number
 
 __all__ = ["FIGURES", "render_html"]
@@ -85,6 +86,32 @@ def _what_ran(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
                             "concurrencies", "num_prompts"]))
 
 
+def _onoff(value: Any) -> str:
+    return "–" if value is None else ("on" if value else "off")
+
+
+def _gpu_details(start: list[dict[str, Any]], end: list[dict[str, Any]]) -> dict[str, str]:
+    """The first GPU's link, modes and clocks, at the step's start and (when captured) its
+    end: an idle GPU parks its clocks low, so the end shows what the measurement ran at."""
+    if not start:
+        return {}
+    g = start[0]
+    out = {"PCIe": f"gen {_words(g.get('pcie_gen'))} x{_words(g.get('pcie_width'))} (max gen "
+                   f"{_words(g.get('pcie_gen_max'))} x{_words(g.get('pcie_width_max'))})",
+           "persistence / ECC / MIG": f"{_onoff(g.get('persistence_mode'))} / "
+                                      f"{_onoff(g.get('ecc_enabled'))} / "
+                                      f"{_onoff(g.get('mig_enabled'))}",
+           "application clocks": f"SM {_words(g.get('app_sm_clock_mhz'))} MHz, memory "
+                                 f"{_words(g.get('app_mem_clock_mhz'))} MHz"}
+    for label, cap in (("at start", g), ("at end", end[0] if end else None)):
+        if cap is not None:
+            out[f"clock / power {label}"] = (
+                f"SM {_words(cap.get('sm_clock_mhz'))} MHz, {_words(cap.get('power_draw_w'))} W"
+                f" of {_words(cap.get('power_limit_w'))} W, {_words(cap.get('temperature_c'))}"
+                " °C")
+    return out
+
+
 def _provenance(ctx: Mapping[str, Any]) -> str:
     parts = ["<h2 id='provenance'>Provenance</h2>"]
     seen: set[int] = set()
@@ -104,6 +131,7 @@ def _provenance(ctx: Mapping[str, Any]) -> str:
             f"none ({hw.get('nvml_error') or 'no NVIDIA driver'})",
             "driver / CUDA": f"{_words(hw.get('driver_version'))} / "
                              f"{_words(hw.get('cuda_driver_version'))}",
+            **_gpu_details(gpus, (prov.get("hardware_end") or {}).get("gpus") or []),
             "CPU": f"{_words(cpu.get('model'))} ({_words(cpu.get('logical_cores'))} logical "
                    "cores)",
             "model": _words(model.get("id"), model.get("resolved_revision") and
@@ -188,6 +216,25 @@ def _checks_and_sdk(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
                                 "flexible_extract_stderr", "caveat", "error"]))
 
 
+def _sweeps(ctx: Mapping[str, Any]) -> str:
+    """The SLO searches the run folder keeps: a row each (the knee, what failed one step
+    past it) and their curves; nothing when there is none."""
+    png = sweep_png(ctx)
+    if png is None:
+        return ""
+    from benchlib.sweep import sweep_row
+
+    rows = [sweep_row(name, summary) for name, summary in sweeps_of(ctx)]
+    return ("<h3 id='sweeps'>SLO searches</h3><p class='muted'>The highest load whose "
+            "latencies and goodput met every SLO (benchlib sweep): each probe a measurement "
+            "kept beside the search's sweep.json.</p>"
+            + _table(rows, ["sweep", "mode", "knee", "first_fail", "failed_by", "probes",
+                            "slos", "goodput", "start_source"])
+            + _figure("sweep", png, "SLO search: request throughput and goodput (left) and "
+                      "each SLO's metric over its limit (right) along the load; dots passed, "
+                      "crosses failed, the dashed line is the knee"))
+
+
 def render_html(ctx: Mapping[str, Any], writeup_md: str,
                 launches: Mapping[str, Any], statuses: Mapping[str, str]) -> str:
     """The whole page."""
@@ -221,6 +268,7 @@ def render_html(ctx: Mapping[str, Any], writeup_md: str,
                 "concurrency: the Pareto view (up and right is better)"),
         _figure("spread", spread_png(ctx), "TTFT and TPOT per concurrency: median (line) "
                 "and p99 (dashed), the band between them shaded"),
+        _sweeps(ctx),
         "<h2 id='speculative'>Speculative decoding</h2>",
         _table(spec_rows, ["variant", "scenario", "concurrency", "speculative",
                            "mean_tokens_per_chunk", "server_acceptance_rate",

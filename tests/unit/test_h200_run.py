@@ -185,6 +185,9 @@ def test_the_report_renders_from_the_committed_folder(tmp_path: Path) -> None:
     files = render_report(run)
     page = files.html.read_text(encoding="utf-8")
     assert "The plan against what was measured" in page and "NVIDIA H200" in page
+    # the provenance card: link, modes, and the clocks the measurement really ran at
+    assert "gen 5 x16" in page and "on / on / off" in page
+    assert "clock / power at end</b><span>SM 1980 MHz" in page
     ctx = report_context(run)
     for variant in VARIANTS:
         floor = ctx["plan"][variant]["decode_floor_ms"]

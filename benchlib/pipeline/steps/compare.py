@@ -2,7 +2,8 @@
 difference between them flagged (:mod:`benchlib.provenance._compare`); the recipe's
 published references (``compare.references``) beside the run's own figures. On its own, the
 notebook compares every run of the recipe found under ``outputs/`` (``benchlib run``'s and
-the notebooks' own)."""
+the notebooks' own). A run folder holding SLO searches (``benchlib sweep --output-dir
+RUN/sweep/NAME``) gets their curves, knee marked, and a row per search."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from benchlib.pipeline.steps._summary import summary_table
 from benchlib.pipeline.steps._variants import variants_figure, variants_table
 from benchlib.provenance import compare_provenance
 from benchlib.recipe import Recipe
+from benchlib.sweep import run_sweeps, sweep_figure, sweep_row
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,6 +46,9 @@ class CompareResult(BaseModel):
     references: list[dict[str, Any]] = Field(
         default_factory=list, description="published figures beside the run's: one row per "
         "figure (benchlib.references.REFERENCE_COLUMNS)")
+    sweeps: list[dict[str, Any]] = Field(
+        default_factory=list, description="the run folder's SLO searches (RUN/sweep/…): one "
+        "row per search, its knee and what failed one step past it (benchlib.sweep.sweep_row)")
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,8 @@ class Compared:
     variants: pd.DataFrame | None = None
     figure: Chart | None = None
     references: pd.DataFrame | None = None
+    sweeps: pd.DataFrame | None = None
+    sweep_figure: Chart | None = None
 
 
 def _measured(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -77,7 +84,8 @@ def _records(table: pd.DataFrame | None) -> list[dict[str, Any]]:
 
 def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = "",
                  variants: pd.DataFrame | None = None,
-                 references: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                 references: pd.DataFrame | None = None,
+                 sweeps: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Measure results of several runs side by side, and their provenance with every
     difference flagged. Each run folder must hold measure results."""
     import pandas as pd
@@ -98,7 +106,8 @@ def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = "",
     save_results(results_path, CompareResult(runs=[str(r) for r in run_dirs],
                                              provenance_differences=differences,
                                              variants=_records(variants),
-                                             references=_records(references)))
+                                             references=_records(references),
+                                             sweeps=_records(sweeps)))
     return table, prov_table
 
 
@@ -108,6 +117,19 @@ def _runs_of(recipe: Recipe) -> list[Path]:
              *RunFolder.runs_of(scratch_outputs(), recipe.name)]
     return [f.path for f in found if f.sidecar(measure.STEP.name).is_file()
             or f.results(measure.STEP.name).is_file()]
+
+
+def _sweeps(run_dir: str | Path) -> tuple[pd.DataFrame | None, Chart | None]:
+    """The SLO searches kept in ``run_dir`` (none: ``(None, None)``): a row each, and their
+    curves with the knee marked, saved as ``sweep.png`` beside them."""
+    import pandas as pd
+
+    found = run_sweeps(run_dir) if str(run_dir) else []
+    if not found:
+        return None, None
+    chart = Chart(sweep_figure(found))
+    chart.save(Path(run_dir) / "sweep" / "sweep.png")
+    return pd.DataFrame([sweep_row(name, s) for name, s in found]), chart
 
 
 def compare(recipe: Recipe, *, run_dir: str | Path = "", other_runs: Sequence[str] = (),
@@ -128,11 +150,12 @@ def compare(recipe: Recipe, *, run_dir: str | Path = "", other_runs: Sequence[st
         runs += [Path(r) for r in other_runs]
         folder = step_folder(run_dir, recipe, scratch=False)
         refs = references_table(recipe, run_dir)
+        sweeps, curves = _sweeps(run_dir)
         table_all, provenance = compare_runs(runs, results_file(results_path, folder,
                                                                 STEP.name), variants=table,
-                                             references=refs)
+                                             references=refs, sweeps=sweeps)
         return Compared(table=table_all, provenance=provenance, variants=table,
-                        figure=figure, references=refs)
+                        figure=figure, references=refs, sweeps=sweeps, sweep_figure=curves)
     runs = [Path(run_dir), *map(Path, other_runs)] if str(run_dir) else [
         *_runs_of(recipe), *map(Path, other_runs)]
     if not runs:
@@ -140,9 +163,11 @@ def compare(recipe: Recipe, *, run_dir: str | Path = "", other_runs: Sequence[st
               "03_measure or `benchlib run` first", flush=True)
     folder = step_folder(run_dir, recipe, scratch=False)
     refs = references_table(recipe, run_dir)
+    sweeps, curves = _sweeps(run_dir)
     table, provenance = compare_runs(runs, results_file(results_path, folder, STEP.name),
-                                     references=refs)
-    return Compared(table=table, provenance=provenance, references=refs)
+                                     references=refs, sweeps=sweeps)
+    return Compared(table=table, provenance=provenance, references=refs, sweeps=sweeps,
+                    sweep_figure=curves)
 
 
 def _bind(inputs: StepInputs) -> dict[str, Any]:
@@ -156,7 +181,8 @@ STEP = Step[CompareResult](
           "TPOT, tokens per chunk against the server's acceptance, speedup over no "
           "speculation, declared differences as caveats) with the Pareto chart; published "
           "references (`compare.references`) beside the run's own figures, with their "
-          "caveats. On its own, "
+          "caveats; SLO searches kept in the run folder (`benchlib sweep --output-dir "
+          "RUN/sweep/NAME`) as their curves with the knee marked. On its own, "
           "the notebook compares every run of the recipe under `outputs/`.",
     params=(Param(name="other_runs", type="list[str]", default=[],
                   help="run folders to set beside this one"),),
@@ -167,5 +193,7 @@ STEP = Step[CompareResult](
            "compared.provenance",
            "compared.variants",
            "compared.figure",
-           "compared.references"),
+           "compared.references",
+           "compared.sweeps",
+           "compared.sweep_figure"),
     bind=_bind)
