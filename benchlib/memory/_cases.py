@@ -73,7 +73,8 @@ def load_cases(folder: Path) -> list[ValidationCase]:
     return cases
 
 
-def _pct(pred: float, ref: float) -> float:
+def pct_error(pred: float, ref: float) -> float:
+    """Signed error of a prediction against a reference, in percent of the reference."""
     return 100.0 * (pred - ref) / ref
 
 
@@ -101,14 +102,14 @@ def check_case(case: ValidationCase) -> CaseResult:
         name=case.name, covers=case.covers, vllm_version=version,
         weights_gib=predicted.weights.per_gpu_gib,
         weights_reported=float(w_rep) if w_rep is not None else None,
-        weights_err_pct=_pct(predicted.weights.per_gpu_gib, float(w_rep))
+        weights_err_pct=pct_error(predicted.weights.per_gpu_gib, float(w_rep))
         if w_rep is not None else None,
         kv_tokens=tokens, kv_tokens_reported=int(t_rep) if t_rep is not None else None,
-        kv_tokens_err_pct=_pct(tokens, int(t_rep)) if tokens and t_rep else None,
+        kv_tokens_err_pct=pct_error(tokens, int(t_rep)) if tokens and t_rep else None,
         concurrency=conc, concurrency_reported=float(c_rep) if c_rep is not None else None,
         budget_predicted_gib=b_pred,
         budget_reported=float(b_rep) if b_rep is not None else None,
         budget_err_gib=b_pred - float(b_rep) if b_pred is not None and b_rep is not None
         else None,
-        budget_err_pct=_pct(b_pred, float(b_rep))
+        budget_err_pct=pct_error(b_pred, float(b_rep))
         if b_pred is not None and b_rep is not None and float(b_rep) > 0 else None)

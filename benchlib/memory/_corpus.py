@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchlib.memory._cases import pct_error
 from benchlib.memory._load import load_model_config
 from benchlib.memory._params import count_params
 
@@ -95,10 +96,6 @@ def load_corpus(folder: Path) -> list[CorpusCase]:
     return cases
 
 
-def _pct(pred: float, ref: float) -> float:
-    return 100.0 * (pred - ref) / ref
-
-
 def _summary(kinds: tuple[str, ...]) -> str:
     counts: dict[str, int] = {}
     for kind in kinds:
@@ -119,9 +116,9 @@ def check_corpus_case(case: CorpusCase) -> CorpusResult:
     embed = 0 if arch.tie_embeddings or not case.published.active_counts_embedding \
         else params.by_role["embed"]
     active = params.active + embed if arch.moe is not None else None
-    t_err = _pct(total, case.published.total)
+    t_err = pct_error(total, case.published.total)
     pub_active = case.published.active
-    a_err = _pct(active, pub_active) if active is not None and pub_active else None
+    a_err = pct_error(active, pub_active) if active is not None and pub_active else None
     within = abs(t_err) <= TOTAL_TOLERANCE_PCT and (
         a_err is None or abs(a_err) <= ACTIVE_TOLERANCE_PCT)
     layers = _summary(arch.layer_kinds) + " · " + _summary(

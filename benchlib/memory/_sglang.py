@@ -199,7 +199,3 @@ def parse_sglang_log(lines: Iterable[str]) -> dict[str, float | int]:
         found["free_before_weights_gib"] = round(
             float(found["free_after_weights_gib"]) + float(found["weights_gib"]), 2)
     return found
-
-
-def _opt(value: float | int | None) -> float | None:
-    return None if value is None else float(value)

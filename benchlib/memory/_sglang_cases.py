@@ -10,6 +10,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchlib.memory._cases import pct_error
 from benchlib.memory._load import load_model_config
 from benchlib.memory._plan import PlanConfig, plan
 from benchlib.memory._sglang import GIB, parse_sglang_log, sglang_cell_bytes, sglang_pool
@@ -39,7 +40,7 @@ class SGLangCaseResult(BaseModel):
 
 
 def _pct(pred: float, ref: float | None) -> float | None:
-    return None if ref is None or ref == 0 else 100.0 * (pred - ref) / ref
+    return None if ref is None or ref == 0 else pct_error(pred, ref)
 
 
 def check_sglang_case(case_dir: Path) -> SGLangCaseResult:
