@@ -29,6 +29,7 @@ import resource
 import statistics
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,13 +53,15 @@ def _raise_nofile() -> None:
 
 
 def run_scenario(work: Path, tokenizer: Path, streams: int, prompts: int, ttft_ms: float,
-                 itl_ms: float, output_tokens: int) -> dict[str, Any]:
-    """Start a server, measure, and hold every request against the server's truth."""
+                 itl_ms: float, output_tokens: int, server_args: Sequence[str] = (),
+                 measure_args: Sequence[str] = ()) -> dict[str, Any]:
+    """Start a server, measure, and hold every request against the server's truth
+    (``server_args`` / ``measure_args``: more flags for either)."""
     work.mkdir(parents=True, exist_ok=True)
     truth = work / "truth.jsonl"
     server = subprocess.Popen(
         [sys.executable, "-m", "benchlib", "scripted-server", "--port", "0", "--truth",
-         str(truth), "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms)],
+         str(truth), "--ttft-ms", str(ttft_ms), "--itl-ms", str(itl_ms), *server_args],
         stdout=subprocess.PIPE, text=True, cwd=REPO, preexec_fn=_raise_nofile)
     assert server.stdout is not None
     url = server.stdout.readline().split()[-1]
@@ -68,7 +71,8 @@ def run_scenario(work: Path, tokenizer: Path, streams: int, prompts: int, ttft_m
             [sys.executable, "-m", "benchlib", "measure", "--base-url", url, "--model",
              "scripted", "--tokenizer", str(tokenizer), "--input-len", "16", "--output-len",
              str(output_tokens), "--num-prompts", str(prompts), "--max-concurrency",
-             str(streams), "--num-warmups", "2", "--result-json", str(out), "--disable-tqdm"],
+             str(streams), "--num-warmups", "2", "--result-json", str(out), "--disable-tqdm",
+             *measure_args],
             check=True, capture_output=True, cwd=REPO, preexec_fn=_raise_nofile)
     finally:
         server.terminate()
@@ -89,7 +93,8 @@ def run_scenario(work: Path, tokenizer: Path, streams: int, prompts: int, ttft_m
         begin = (t["content_send_begin_ns"][0] - t["arrival_ns"]) / 1e6
         consistent += lower <= true_ttft + 0.01 and begin - 0.01 <= upper
     timing = result["timing"]
-    return {"completed": result["completed"], "failed": result["failed"],
+    return {"workers": result.get("workers"), "completed": result["completed"],
+            "failed": result["failed"],
             "exact_ttft_fraction": timing["exact_ttft_fraction"],
             "median_ttft_error_ms": statistics.median(errors),
             "p99_ttft_error_ms": float(np.percentile(errors, 99)),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from benchlib.measure._workload import Workload
 
@@ -90,3 +90,14 @@ class MeasureConfig(Workload):
         if value is None and info.data.get("dataset") == "random":
             raise ValueError("required for the random dataset")
         return value
+
+    @model_validator(mode="after")
+    def _workers_have_work(self) -> MeasureConfig:
+        if self.workers is not None:
+            share = min(self.num_prompts, self.max_concurrency or self.num_prompts)
+            if self.workers > share:
+                what = ("max_concurrency" if self.max_concurrency is not None
+                        and self.max_concurrency < self.num_prompts else "num_prompts")
+                raise ValueError(f"workers: {self.workers} workers for {what} {share}: each "
+                                 "worker needs at least one request and one slot")
+        return self

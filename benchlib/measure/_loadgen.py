@@ -18,6 +18,7 @@ A request never raises: every fault (refused, reset, closed, timed out, malforme
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import errno
 import gc
 import math
@@ -26,10 +27,11 @@ import socket
 import ssl
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from benchlib._tls import tls_error_message
 from benchlib.measure._arrivals import arrival_offsets
@@ -39,8 +41,9 @@ from benchlib.measure._limits import open_file_limit, raise_open_file_limit
 from benchlib.measure._pool import ConnectionPool
 from benchlib.measure._request import API_PATHS, EndpointKind, RequestOutcome, decode_capture
 
-__all__ = ["LoadPlan", "run_load"]
+__all__ = ["LoadPlan", "Schedule", "run_coroutine", "run_load"]
 
+_T = TypeVar("_T")
 _MAX_PREOPEN = 1024
 #: outputs longer than this (characters) are post-processed off the event loop
 OFFLOAD_CHARS = 1 << 18
@@ -69,6 +72,33 @@ class LoadPlan:
     def endpoint(self) -> Endpoint:
         return Endpoint.parse(self.base_url, ca_bundle=self.ca_bundle, insecure=self.insecure,
                               headers=self.headers)
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """Which requests a load sends and when: a share of a run's requests (a worker's, see
+    :mod:`benchlib.measure._workers`) at the times the whole run's schedule gives them.
+
+    ``indices[k]`` is the run-wide index of the ``k``-th body (its outcome's ``index``),
+    ``offsets[k]`` its release in seconds after the start. ``start`` is called once the
+    connections are open and the warmups done, and returns the ``perf_counter_ns`` instant to
+    start at (every worker of a host gets the same one: ``CLOCK_MONOTONIC`` is the host's).
+    """
+
+    indices: Sequence[int]
+    offsets: Sequence[float]
+    start: Callable[[], int]
+
+
+def run_coroutine(coro: Coroutine[Any, Any, _T]) -> _T:
+    """``asyncio.run``, also from inside a running loop (a Jupyter kernel): then the load runs
+    on a fresh loop in a worker thread, which also keeps the kernel's loop out of its way."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="benchlib-load") as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def _headers(endpoint: Endpoint, body: bytes, api_key: str | None) -> list[tuple[str, str]]:
@@ -124,8 +154,8 @@ async def _one(pool: ConnectionPool, target: str, headers: list[tuple[str, str]]
 async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: LoadPlan,
                    warmup_bodies: Sequence[bytes],
                    on_outcome: Callable[[RequestOutcome, StreamCapture], None],
-                   on_warmed: Callable[[], None] | None = None
-                   ) -> tuple[list[RequestOutcome], int]:
+                   on_warmed: Callable[[], None] | None = None,
+                   schedule: Schedule | None = None) -> tuple[list[RequestOutcome], int]:
     """Send every body; call ``on_outcome`` as each request ends (in completion order).
 
     Ended requests are decoded and handed to ``on_outcome`` one per event-loop iteration, in
@@ -138,6 +168,9 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
     Returns the outcomes in request order (each with its release time) and the duration as
     the reference takes it: from the start of the load, before the first arrival gap, to the
     end of the last request, in ns.
+
+    Without a ``schedule`` every body is sent, at the offsets ``plan``'s rate, burstiness and
+    seed give, from as soon as the warmups are done; with one, its share at its times.
     """
     endpoint = plan.endpoint()
     target = endpoint.path(API_PATHS[plan.kind])
@@ -146,7 +179,12 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
     raise_open_file_limit(min(limit or len(bodies), len(bodies)))
     pool = ConnectionPool(endpoint, size, plan.connect_timeout)
     await pool.open()
-    offsets = arrival_offsets(len(bodies), plan.request_rate, plan.burstiness, plan.seed)
+    if schedule is None:
+        indices: Sequence[int] = range(len(bodies))
+        offsets: Sequence[float] = arrival_offsets(len(bodies), plan.request_rate,
+                                                   plan.burstiness, plan.seed)
+    else:
+        indices, offsets = schedule.indices, schedule.offsets
     headers = [_headers(endpoint, b, plan.api_key) for b in bodies]
     thresholds = gc.get_threshold()
     # A full collection walks every object (tokenizer, numpy, the captures): ~100 ms with
@@ -199,7 +237,7 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
             while True:
                 i, capture = await ended.get()
                 try:
-                    outcome = decode_capture(i, prompt_lens[i], capture, plan.kind)
+                    outcome = decode_capture(indices[i], prompt_lens[i], capture, plan.kind)
                     outcome.release_ns = releases[i]
                     outcomes[i] = outcome
                     if sum(map(len, outcome.chunk_texts)) > OFFLOAD_CHARS:
@@ -215,6 +253,9 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
         post = asyncio.create_task(post_process())
         begin = loop.time()
         begin_ns = time.perf_counter_ns()  # the reference's benchmark_start_time
+        if schedule is not None:  # loop.time() and perf_counter_ns: both CLOCK_MONOTONIC
+            begin_ns = schedule.start()
+            begin = loop.time() + (begin_ns - time.perf_counter_ns()) / 1e9
         tasks = []
         for i, offset in enumerate(offsets):
             delay = begin + offset - loop.time()

@@ -40,9 +40,9 @@ import numpy as np
 
 from benchlib.measure._request import RequestOutcome
 from benchlib.measure._result import RunMetrics, percentile_key
-from benchlib.measure._timing import timing_summary
+from benchlib.measure._timing import Timing, timing_summary
 
-__all__ = ["summarize"]
+__all__ = ["summarize", "timing_of"]
 
 _NS = 1e9
 _MS = 1e6
@@ -141,6 +141,17 @@ def _per_token_itls(o: RequestOutcome, counts: Sequence[float]) -> list[float]:
     return out
 
 
+def timing_of(outcomes: Sequence[RequestOutcome]) -> Timing:
+    """The timing self-check over ``outcomes`` (a run's, or one worker's share of it)."""
+    ok = [o for o in outcomes if o.success]
+    return timing_summary(
+        [(o.ttft_text_ns, o.ttft_text_lower_ns, o.ttft_text_exact) for o in ok
+         if o.ttft_text_ns is not None and o.ttft_text_lower_ns is not None],
+        [o.clock for o in ok], sum(o.clock_stepped for o in outcomes),
+        [g for o in ok for g in o.read_lags_ns], sum(o.reads for o in ok),
+        sum(o.stamped_reads for o in ok), sum(o.coalesced_gaps for o in ok))
+
+
 def summarize(outcomes: Sequence[RequestOutcome], token_counts: Sequence[Sequence[float]], *,
               duration_ns: int, percentiles: Sequence[float],
               goodput: dict[str, float] | None = None, max_concurrency: int | None = None,
@@ -226,12 +237,7 @@ def summarize(outcomes: Sequence[RequestOutcome], token_counts: Sequence[Sequenc
     result["buffered_streams"] = sum(_buffered(o) for o in ok)
     result["output_tokens_source"] = {
         s: sum(o.output_tokens_source == s for o in ok) for s in ("usage", "tokenizer")}
-    result["timing"] = timing_summary(
-        [(o.ttft_text_ns, o.ttft_text_lower_ns, o.ttft_text_exact) for o in ok
-         if o.ttft_text_ns is not None and o.ttft_text_lower_ns is not None],
-        [o.clock for o in ok], sum(o.clock_stepped for o in outcomes),
-        [g for o in ok for g in o.read_lags_ns], sum(o.reads for o in ok),
-        sum(o.stamped_reads for o in ok), sum(o.coalesced_gaps for o in ok))
+    result["timing"] = timing_of(outcomes)
     # per-request lists, as the reference writes them (seconds)
     result["input_lens"] = [_input_tokens(o) for o in outcomes]
     result["output_lens"] = [o.output_tokens if o.success else 0 for o in outcomes]

@@ -52,8 +52,29 @@ def _timing_lines(timing: Mapping[str, Any]) -> list[str]:
     if timing.get("client_bound"):
         lines.append(f"WARNING: client-bound: reads lagged up to {timing['p99_read_lag_ms']:.2f} "
                      f"ms (p99) behind arrivals, so events merged into one read and their times "
-                     f"are bounds, not stamps. Run fewer streams per process (lower "
-                     f"--max-concurrency) or split the load over more client processes.")
+                     f"are bounds, not stamps. Split the load over more client processes "
+                     f"(--workers N, or hosts: --ray-address) or lower --max-concurrency.")
+    return lines
+
+
+def _worker_lines(workers: Mapping[str, Any]) -> list[str]:
+    """How the load was split, each worker's own self-check, and the ones that lagged."""
+    lines = ["{s:{c}^{n}}".format(s="Workers (benchlib)", n=50, c="-")]
+    lines.append(_row("Client workers:", f"{workers['count']} {workers['backend']} on "
+                                         f"{workers['hosts']} host(s)"))
+    lines.append(_row("Why this many:", workers["chosen"]))
+    for w in workers["workers"]:
+        t = w["timing"]
+        lag = t.get("p99_read_lag_ms")
+        exact = t.get("exact_ttft_fraction")
+        offset = (f", clock {w['clock_offset_ms']:+.3f} ± "
+                  f"{w['clock_offset_uncertainty_ms']:.3f} ms" if workers["hosts"] > 1 else "")
+        lines.append(f"  worker {w['worker']} ({w['host']}): {w['requests']} requests, p99 read "
+                     f"lag {'n/a' if lag is None else f'{lag:.2f}'} ms, exact TTFTs "
+                     f"{'n/a' if exact is None else f'{exact:.1%}'}{offset}")
+    if workers["client_bound_workers"]:
+        lines.append(f"WARNING: workers {workers['client_bound_workers']} read late "
+                     "(client-bound): give the run more workers or hosts.")
     return lines
 
 
@@ -127,6 +148,8 @@ def format_result(result: MeasureResult | Mapping[str, Any], percentiles: Sequen
             lines.append(_row(f"{label} {short} (ms):", result[f"{percentile_key(p)}_{key}_ms"]))
     if result.get("timing"):
         lines.extend(_timing_lines(result["timing"]))
+    if result.get("workers"):
+        lines.extend(_worker_lines(result["workers"]))
     lines.extend(_failure_lines(result.get("errors") or ()))
     lines.append("=" * 50)
     return "\n".join(lines)

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from benchlib.measure._config import MeasureConfig
 from benchlib.measure._records import requests_path
 from benchlib.measure._request import EndpointKind
+from benchlib.measure._split import WorkersInfo
 from benchlib.measure._timing import Timing
 
 __all__ = ["METRICS", "MeasureResult", "RunMetrics", "RunSettings", "TokenSources",
@@ -225,8 +226,8 @@ class RunSettings(BaseModel):
                           "runs that sent the same prompts (a fair A/B's first condition)")
 
 
-#: the result's last keys, after the metrics
-_TAIL = ("clock", "benchlib")
+#: the result's last keys, after the metrics (``workers`` only when the load was split)
+_TAIL = ("clock", "benchlib", "workers")
 #: ``inf`` as the reference writes an unlimited rate or burstiness
 Unlimited = float | Literal["inf"]
 
@@ -247,10 +248,14 @@ class MeasureResult(RunMetrics):
     clock: Literal["kernel", "userspace", "mixed", "none"] = Field(
         description="timing.clock, repeated at the top level")
     benchlib: RunSettings = Field(description="benchlib's settings of this run")
+    workers: WorkersInfo | None = Field(
+        None, description="how the load was split among client processes or hosts, and each "
+                          "worker's own timing self-check (absent: one process sent it)")
 
     @classmethod
     def assemble(cls, cfg: MeasureConfig, metrics: RunMetrics, date: str,
-                 prompts_sha256: str | None = None) -> MeasureResult:
+                 prompts_sha256: str | None = None,
+                 workers: WorkersInfo | None = None) -> MeasureResult:
         """The result of the run ``cfg`` describes, whose metrics are ``metrics``."""
         def unlimited(x: float) -> Unlimited:
             return "inf" if math.isinf(x) else x
@@ -271,8 +276,9 @@ class MeasureResult(RunMetrics):
             "num_prompts": cfg.num_prompts, "request_rate": unlimited(cfg.request_rate),
             "burstiness": unlimited(cfg.burstiness), "max_concurrency": cfg.max_concurrency,
         }
+        split = {"workers": workers} if workers is not None else {}
         return cls.model_validate({**header, **metrics.to_json(),
-                                   "clock": metrics.timing.clock, "benchlib": settings})
+                                   "clock": metrics.timing.clock, "benchlib": settings, **split})
 
     def to_json(self) -> dict[str, Any]:
         """The result JSON's object: every key ``vllm bench serve`` 0.32 writes, with its

@@ -9,18 +9,14 @@ failed.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import dataclasses
 import datetime as dt
 import hashlib
 import json
 import math
-import os
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import IO, Any, TypeVar
 
 from tqdm import tqdm
@@ -28,48 +24,20 @@ from tqdm import tqdm
 from benchlib._exceptions import UsageError
 from benchlib._secrets import scrub_text
 from benchlib.measure._config import MeasureConfig
-from benchlib.measure._connection import StreamCapture
 from benchlib.measure._datasets import file_prompts, random_prompts
-from benchlib.measure._loadgen import LoadPlan, run_load
+from benchlib.measure._distribute import load_in_workers
+from benchlib.measure._loadgen import LoadPlan, run_coroutine, run_load
 from benchlib.measure._metrics import summarize
 from benchlib.measure._pool import check_tls
 from benchlib.measure._records import RecordLog, RequestRecord, requests_path
-from benchlib.measure._request import Prompt, RequestOutcome, build_body, chunk_token_counts
+from benchlib.measure._request import Prompt, RequestOutcome, build_body
 from benchlib.measure._result import MeasureResult
+from benchlib.measure._split import WorkersInfo, plan_workers
+from benchlib.measure._tokens import NO_TOKEN_COUNT, load_tokenizer, outcome_finisher
 
-__all__ = ["build_requests", "load_tokenizer", "measure", "run_coroutine"]
+__all__ = ["NO_TOKEN_COUNT", "build_requests", "load_tokenizer", "measure", "run_coroutine"]
 
 _T = TypeVar("_T")
-
-
-def load_tokenizer(path: Path) -> Any:
-    """A Hugging Face tokenizer from a local folder (never the hub)."""
-    if not path.is_dir() and not path.is_file():
-        raise UsageError("--tokenizer", f"no such folder: {path}")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    from transformers import AutoTokenizer
-
-    try:
-        return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    except (OSError, ValueError) as exc:
-        raise UsageError("--tokenizer", f"cannot load a tokenizer from {path}: {exc}") from None
-
-
-def run_coroutine(coro: Coroutine[Any, Any, _T]) -> _T:
-    """``asyncio.run``, also from inside a running loop (a Jupyter kernel): then the load runs
-    on a fresh loop in a worker thread, which also keeps the kernel's loop out of its way."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="benchlib-load") as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-#: the named error of a request whose output length cannot be known
-NO_TOKEN_COUNT = ("output tokens unknown: the server sent no usage and no tokenizer was "
-                  "given (pass --tokenizer, or ask the server for usage)")
 
 
 def prompts_digest(prompts: list[Prompt]) -> str:
@@ -149,20 +117,10 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
     bar = tqdm(total=len(bodies), desc="requests", unit="req", disable=cfg.disable_tqdm,
                file=sys.stderr, mininterval=0.5)
     first_ns: list[int] = []
-
     lock = threading.Lock()
 
-    def on_outcome(o: RequestOutcome, capture: StreamCapture) -> None:
-        # may run in a worker thread (huge outputs): tokenize outside the lock, write inside
-        if o.success and o.output_tokens_source == "none":
-            if tokenizer is not None:
-                o.output_tokens = len(tokenizer(o.generated,
-                                                add_special_tokens=False)["input_ids"])
-                o.output_tokens_source = "tokenizer"
-            else:  # never a silent 0: the request fails with the reason
-                o.success, o.error = False, NO_TOKEN_COUNT
-        chunk_counts = chunk_token_counts(o, tokenizer) if o.success else []
-        with lock:
+    def sink(worker: int, o: RequestOutcome, chunk_counts: list[float]) -> None:
+        with lock:  # may run in the load's worker thread (huge outputs)
             counts[o.index] = chunk_counts
             if not first_ns:
                 first_ns.append(o.start_ns)
@@ -171,9 +129,18 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
             bar.update(1)
 
     date = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    split = plan_workers(cfg)
+    info: WorkersInfo | None = None
+    finish = outcome_finisher(tokenizer)
     try:
-        outcomes, duration_ns = run_coroutine(run_load(
-            bodies, [p.prompt_len for p in prompts], plan, warmups, on_outcome, on_warmed))
+        if split.count == 1 and split.backend == "processes":
+            outcomes, duration_ns = run_coroutine(run_load(
+                bodies, [p.prompt_len for p in prompts], plan, warmups,
+                lambda o, _: sink(0, o, finish(o)), on_warmed))
+        else:
+            outcomes, duration_ns, info = load_in_workers(
+                split, plan, bodies, [p.prompt_len for p in prompts], cfg.tokenizer, sink,
+                finish, on_warmed)
     finally:
         bar.close()
         if log is not None:
@@ -182,7 +149,7 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
                         duration_ns=duration_ns, percentiles=cfg.percentiles,
                         goodput=dict(cfg.goodput), max_concurrency=cfg.max_concurrency,
                         request_rate=cfg.request_rate)
-    result = MeasureResult.assemble(cfg, metrics, date, prompts_digest(prompts))
+    result = MeasureResult.assemble(cfg, metrics, date, prompts_digest(prompts), info)
     if cfg.result_json is not None:
         tmp = cfg.result_json.with_suffix(cfg.result_json.suffix + ".tmp")
         text = json.dumps(result.to_json(), indent=2, allow_nan=False, default=str) + "\n"

@@ -104,6 +104,16 @@ class Workload(BaseModel):
         description="service-level objectives in ms (ttft, tpot, e2el) for request_goodput: "
                     "a request is good when it meets every one given (vllm bench serve's "
                     "definitions)")
+    workers: int | None = Field(
+        None, ge=1, description="client processes sending the load, each with its own event "
+                                "loop and connections, the one schedule dealt among them "
+                                "(none: enough that none reads more streams than one process "
+                                "reads accurately, measured; at most one per CPU)")
+    ray_address: str | None = Field(
+        None, description="send the load from a Ray cluster's nodes (HOST:PORT of its head, "
+                          "or auto): workers become Ray actors spread over the nodes, each "
+                          "host timing its own requests; needs benchlib[distributed] on "
+                          "every node")
     sampling: dict[str, JsonValue] = Field(
         default_factory=dict,
         description="extra request-body fields (temperature, top_p, stop, …), merged over "

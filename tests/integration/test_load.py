@@ -61,13 +61,14 @@ def fast_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 def _measure(url: str, out: Path, tiny_model: Path, *, output_len: int, num_prompts: int
              ) -> tuple[MeasureResult, str]:
-    """``benchlib measure`` at :data:`STREAMS` streams in a process with a soft limit of 1024
-    open files; the result JSON and the console."""
+    """``benchlib measure`` at :data:`STREAMS` streams in one process (what one process
+    does is the point here: worker processes are tests/integration/test_workers.py's) with a
+    soft limit of 1024 open files; the result JSON and the console."""
     proc = subprocess.run(
         [sys.executable, "-m", "benchlib", "measure", "--base-url", url, "--model", "scripted",
          "--tokenizer", str(tiny_model), "--input-len", "16", "--output-len", str(output_len),
          "--num-prompts", str(num_prompts), "--max-concurrency", str(STREAMS),
-         "--result-json", str(out), "--disable-tqdm"],
+         "--result-json", str(out), "--disable-tqdm", "--workers", "1"],
         capture_output=True, text=True, timeout=180, cwd=REPO, preexec_fn=_soft_1024)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return MeasureResult.model_validate_json(out.read_text()), proc.stdout

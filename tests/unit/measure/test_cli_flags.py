@@ -25,9 +25,9 @@ FLAGS_BEFORE = {
     "--result-json", "--api-key", "--disable-tqdm",
 }
 #: flags added since: the sampling fields, and TLS (--header is no field: its values are secrets)
-FLAGS_ADDED = {"--sampling", "--ca-bundle", "--insecure", "--header"}
+FLAGS_ADDED = {"--sampling", "--ca-bundle", "--insecure", "--header", "--workers", "--ray-address"}
 #: the defaults of the fields added since the golden configs were taken
-FIELDS_ADDED = {"ca_bundle": None, "insecure": False}
+FIELDS_ADDED = {"ca_bundle": None, "insecure": False, "workers": None, "ray_address": None}
 
 
 def _measure_parser() -> argparse.ArgumentParser:

@@ -42,8 +42,10 @@ def test_measure_config_is_what_the_pipeline_built_by_hand() -> None:
                                result_json=Path("/o") / f"{s.name}.json", max_concurrency=conc,
                                num_prompts=8, input_len=s.input_len + conc,
                                num_warmups=case["num_warmups"])
-        # the TLS settings came later (defaults: the system's CAs, checked)
-        assert _plain(cfg) == {**case["config"], "ca_bundle": None, "insecure": False}
+        # the TLS and worker settings came later (defaults: the system's CAs, checked; the
+        # measured worker count, this host)
+        assert _plain(cfg) == {**case["config"], "ca_bundle": None, "insecure": False,
+                               "workers": None, "ray_address": None}
 
 
 def test_the_scenarios_seed_and_new_settings_reach_the_run() -> None:

@@ -1,0 +1,166 @@
+"""Workers as Ray actors on a cluster's nodes (``--ray-address``): load from several hosts.
+
+Ray (the optional extra ``benchlib[distributed]``, on every node) places one actor per worker,
+dealt over the cluster's live nodes in turn and pinned there (node affinity, no CPU reserved:
+a load generator waits on sockets). Each actor runs its share in a thread of its own, exactly
+as a local worker process does (:func:`benchlib.measure._workers.run_job`), and keeps its
+messages until the driver drains them (every 0.2 s).
+
+Clocks: each request's times are taken on the host that sent it, so TTFT, TPOT, ITL and E2EL
+need no synchronised clocks. Run-level times (the common start, the duration, throughput) do:
+before the run the driver asks every actor for its monotonic and wall clocks eight times and
+keeps the shortest round trip; the offset is the actor's reading minus the midpoint of the
+driver's, uncertain by half that round trip. The start instant goes to each worker on its own
+monotonic clock, and its outcomes' absolute times come back onto the driver's.
+
+Output tokens from a tokenizer and per-chunk token counts are computed by the driver (a
+tokenizer folder is a path on the driver's host, not on the nodes').
+"""
+
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+from benchlib._exceptions import UsageError
+from benchlib.measure._split import WorkerSplit
+from benchlib.measure._workers import Message, WorkerJob, run_job
+
+__all__ = ["RayWorkers", "import_ray"]
+
+#: round trips per actor for its clock offset
+_CLOCK_SAMPLES = 8
+
+
+def import_ray() -> ModuleType:
+    """Ray, or a usage error saying how to get it."""
+    try:
+        import ray
+    except ImportError:
+        raise UsageError("--ray-address", "needs Ray, which is not installed: pip install "
+                         "'benchlib[distributed]' (here and on every node of the "
+                         "cluster)") from None
+    return ray
+
+
+class LoadActor:
+    """A worker on a node (made a Ray actor by :meth:`RayWorkers.start`)."""
+
+    def __init__(self) -> None:
+        self._box: queue.SimpleQueue[Message] = queue.SimpleQueue()
+        self._go: queue.SimpleQueue[int] = queue.SimpleQueue()
+
+    def host(self) -> str:
+        import ray
+
+        return f"{socket.gethostname()}/{ray.get_runtime_context().get_node_id()[:8]}"
+
+    def clocks(self) -> tuple[int, int]:
+        return time.perf_counter_ns(), time.time_ns()
+
+    def run(self, job: WorkerJob) -> None:
+        """Start the share in a thread; returns at once."""
+        threading.Thread(target=self._main, args=(job,), name="benchlib-load",
+                         daemon=True).start()
+
+    def go(self, start_ns: int) -> None:
+        self._go.put(start_ns)
+
+    def drain(self) -> list[Message]:
+        out: list[Message] = []
+        while True:
+            try:
+                out.append(self._box.get_nowait())
+            except queue.Empty:
+                return out
+
+    def _main(self, job: WorkerJob) -> None:
+        def start() -> int:
+            self._box.put(("ready",))
+            return self._go.get()
+
+        try:
+            run_job(job, self._box.put, start, None)
+        except BaseException as exc:  # every fault goes to the driver, named
+            self._box.put(("error", "".join(traceback.format_exception_only(exc)).strip()))
+
+
+class RayWorkers:
+    """Actors on a Ray cluster, behind :class:`~benchlib.measure._workers.Workers`."""
+
+    def __init__(self, ray: Any, actors: list[Any], owns_init: bool) -> None:
+        self._ray = ray
+        self._actors = actors
+        self._owns_init = owns_init
+        self.hosts: list[str] = ray.get([a.host.remote() for a in actors])
+        self.mono_offsets: list[int] = []
+        self.wall_offsets: list[int] = []
+        self.uncertainties: list[int] = []
+        for actor in actors:
+            mono, wall, half_rtt = self._offset(actor)
+            self.mono_offsets.append(mono)
+            self.wall_offsets.append(wall)
+            self.uncertainties.append(half_rtt)
+        self._done: set[int] = set()
+
+    @classmethod
+    def start(cls, split: WorkerSplit, jobs: Callable[[int], Sequence[WorkerJob]]
+              ) -> RayWorkers:
+        """Connect to the cluster at ``split.ray_address``, place the actors (at least one
+        per node when the count is the default) and start each on its job."""
+        ray = import_ray()
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        owns = not ray.is_initialized()
+        if owns:
+            try:
+                ray.init(address=split.ray_address, log_to_driver=False,
+                         logging_level="ERROR", configure_logging=False)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise UsageError("--ray-address", f"cannot join the Ray cluster at "
+                                 f"{split.ray_address}: {exc} (start one with `ray start "
+                                 "--head`, then pass its HOST:PORT)") from None
+        nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+        count = max(split.count, len(nodes)) if split.per_node else split.count
+        remote = ray.remote(LoadActor)
+        actors = [remote.options(
+            num_cpus=0, name=None,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(nodes[k % len(nodes)],
+                                                               soft=False)).remote()
+            for k in range(count)]
+        workers = cls(ray, actors, owns)
+        for actor, job in zip(actors, jobs(count), strict=True):
+            actor.run.remote(job)
+        return workers
+
+    def _offset(self, actor: Any) -> tuple[int, int, int]:
+        best: tuple[int, int, int, int] | None = None
+        for _ in range(_CLOCK_SAMPLES):
+            t0, w0 = time.perf_counter_ns(), time.time_ns()
+            mono, wall = self._ray.get(actor.clocks.remote())
+            t1, w1 = time.perf_counter_ns(), time.time_ns()
+            rtt = t1 - t0
+            if best is None or rtt < best[0]:
+                best = (rtt, (t0 + t1) // 2 - mono, wall - (w0 + w1) // 2, rtt // 2)
+        assert best is not None
+        return best[1], best[2], best[3]
+
+    def poll(self, timeout: float) -> list[tuple[int, Message]]:
+        time.sleep(timeout)
+        batches = self._ray.get([a.drain.remote() for a in self._actors])
+        return [(k, msg) for k, batch in enumerate(batches) for msg in batch]
+
+    def go(self, worker: int, start_ns: int) -> None:
+        self._actors[worker].go.remote(start_ns)  # a caller's calls reach an actor in order
+
+    def stop(self) -> None:
+        for actor in self._actors:
+            self._ray.kill(actor)
+        if self._owns_init:
+            self._ray.shutdown()

@@ -1,0 +1,149 @@
+"""How a run's load is split among workers: how many, which requests each sends, and the
+result's account of them.
+
+The partition (:func:`partition`): the run's one seeded schedule — the same requests, bodies
+and release offsets one process would send — is dealt round-robin, request ``i`` to worker
+``i mod N``, and the concurrency limit is split (worker ``k`` holds ``⌊C/N⌋`` slots, one more
+for the first ``C mod N``). With no limit every request is released at its own time, exactly
+as one process releases it; under a limit each worker fills its own slots, so when requests
+differ in length the order they get a slot can differ from one process's.
+
+The default count (:func:`plan_workers`) is measured, not guessed: one process reads
+:data:`STREAMS_PER_WORKER` streams within the accuracy the timing self-check holds it to
+(``benchmarks/RESULTS.md``), so a run gets enough workers that none reads more, at most one
+per CPU; each worker's own self-check in the result then says whether it kept up.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from benchlib.measure._timing import Timing
+
+if TYPE_CHECKING:
+    from benchlib.measure._config import MeasureConfig
+
+__all__ = ["STREAMS_PER_WORKER", "Shard", "WorkerReport", "WorkerSplit", "WorkersInfo",
+           "auto_workers", "cpu_count", "partition", "plan_workers"]
+
+#: streams one client process reads with a p99 TTFT error within 2 ms of the wire truth
+#: (``python benchmarks/workers_scaling.py``: 256 streams, 10 ms between chunks, one process
+#: on the 2-core CI machine kind); the default splits a run into workers of at most this many
+STREAMS_PER_WORKER = 256
+
+def cpu_count() -> int:
+    """CPUs this process may run on (its affinity mask, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def auto_workers(streams: int, cpus: int) -> tuple[int, str]:
+    """The default worker count for ``streams`` concurrent streams, and why: enough that none
+    reads more than :data:`STREAMS_PER_WORKER`, at most one per CPU (a second process on a
+    busy core reads no sooner)."""
+    need = max(1, math.ceil(streams / STREAMS_PER_WORKER))
+    if need <= cpus:
+        return need, (f"{streams} streams at most {STREAMS_PER_WORKER} per worker (the load "
+                      "one process reads within 2 ms, measured)")
+    return cpus, (f"{streams} streams want {need} workers of {STREAMS_PER_WORKER}; capped at "
+                  f"the {cpus} CPUs here (spread the load over hosts: --ray-address)")
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """A worker's share of the run: its requests' run-wide indices and release offsets, its
+    concurrency slots and its warmups."""
+
+    worker: int
+    indices: tuple[int, ...]
+    offsets: tuple[float, ...]
+    max_concurrency: int | None
+    num_warmups: int
+
+
+def partition(offsets: Sequence[float], max_concurrency: int | None, num_warmups: int,
+              workers: int) -> list[Shard]:
+    """The run's schedule dealt to ``workers`` (see the module docstring); worker 0 sends
+    every warmup."""
+    shards = []
+    for k in range(workers):
+        idx = tuple(range(k, len(offsets), workers))
+        slots = None
+        if max_concurrency is not None:
+            slots = max_concurrency // workers + (k < max_concurrency % workers)
+        shards.append(Shard(k, idx, tuple(offsets[i] for i in idx), slots,
+                            num_warmups if k == 0 else 0))
+    return shards
+
+
+
+class WorkerReport(BaseModel):
+    """One worker: where it ran, its share, and its own timing self-check."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    worker: int = Field(description="the worker's number (request i went to worker i mod N)")
+    host: str = Field(description="the host it ran on")
+    requests: int = Field(description="requests in its share of the schedule")
+    max_concurrency: int | None = Field(description="its share of the concurrency limit")
+    clock_offset_ms: float = Field(
+        description="its host's wall clock minus the driver's (0 on the driver's host): how "
+                    "far apart the hosts' clocks are, measured by round trips")
+    clock_offset_uncertainty_ms: float = Field(
+        description="half the shortest round trip of that measurement: run-level times "
+                    "(duration, throughput) are this uncertain; per-request times (TTFT, TPOT, "
+                    "ITL, E2EL) are each taken on one host and need no sync")
+    timing: Timing = Field(description="the timing self-check over its requests alone")
+
+
+class WorkersInfo(BaseModel):
+    """The result's ``workers`` block: how the load was split and whether each worker kept up."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    count: int = Field(description="client processes that sent the load")
+    backend: Literal["processes", "ray"] = Field(
+        description="local processes, or Ray actors on a cluster's nodes")
+    chosen: str = Field(description="why this many: given, or the default's reasoning")
+    hosts: int = Field(description="distinct hosts the workers ran on")
+    client_bound_workers: list[int] = Field(
+        description="workers whose own reads lagged (their timing.client_bound): add workers "
+                    "or hosts")
+    workers: list[WorkerReport] = Field(description="each worker's share and timing")
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSplit:
+    """How many workers a run gets, of which kind, and why. A default over Ray is raised
+    to one per node of the cluster once connected (``per_node``)."""
+
+    count: int
+    chosen: str
+    backend: Literal["processes", "ray"]
+    ray_address: str | None = None
+    streams: int = 1
+    per_node: bool = False
+
+
+def plan_workers(cfg: MeasureConfig) -> WorkerSplit:
+    """The split of ``cfg``'s run: ``workers`` as given, else the default for its streams
+    (the concurrency limit, or every prompt when there is none)."""
+    streams = min(cfg.num_prompts, cfg.max_concurrency or cfg.num_prompts)
+    backend: Literal["processes", "ray"] = "ray" if cfg.ray_address else "processes"
+    if cfg.workers is not None:
+        return WorkerSplit(cfg.workers, "given", backend, cfg.ray_address, streams)
+    if cfg.ray_address:
+        need = max(1, math.ceil(streams / STREAMS_PER_WORKER))
+        return WorkerSplit(need, f"{streams} streams at most {STREAMS_PER_WORKER} per worker, "
+                           "at least one per node", backend, cfg.ray_address, streams,
+                           per_node=True)
+    count, why = auto_workers(streams, cpu_count())
+    return WorkerSplit(count, why, backend, None, streams)
