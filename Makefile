@@ -26,7 +26,8 @@ GGUF := .models/tiny-llama-gguf
 $(VENV)/.ok: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[dev]'
+	# distributed: Ray, for --ray-address and its two-node test
+	$(VENV)/bin/pip install -q -e '.[dev,distributed]'
 	# the kernel the notebooks name, inside the venv (papermill and JupyterLab find it there)
 	$(VENV)/bin/python -m ipykernel install --sys-prefix --name benchlib --display-name "Python (benchlib)"
 	touch $@

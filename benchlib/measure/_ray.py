@@ -49,6 +49,23 @@ def import_ray() -> ModuleType:
     return ray
 
 
+def _check_reachable(address: str) -> None:
+    """Refuse an address nothing answers at, at once: Ray itself retries such an address for
+    minutes before it gives up."""
+    if address == "auto" or "://" in address:
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise UsageError("--ray-address", f"expected HOST:PORT of the cluster's head (or "
+                         f"auto), got {address!r}")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as exc:
+        raise UsageError("--ray-address", f"nothing answers at {address} "
+                         f"({exc.strerror or exc}): start a cluster with `ray start --head` "
+                         "on its head node and pass the address it prints") from None
+
+
 class LoadActor:
     """A worker on a node (made a Ray actor by :meth:`RayWorkers.start`)."""
 
@@ -119,6 +136,8 @@ class RayWorkers:
 
         owns = not ray.is_initialized()
         if owns:
+            assert split.ray_address is not None
+            _check_reachable(split.ray_address)
             try:
                 ray.init(address=split.ray_address, log_to_driver=False,
                          logging_level="ERROR", configure_logging=False)
