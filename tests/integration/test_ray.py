@@ -51,7 +51,7 @@ def ray_cluster() -> Iterator[str]:
         cluster.wait_for_nodes()
         yield cluster.address
     finally:
-        cluster.shutdown()
+        cluster.shutdown()  # type: ignore[no-untyped-call]
 
 
 def test_load_from_two_ray_nodes(ray_cluster: str,
