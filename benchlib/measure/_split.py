@@ -32,10 +32,11 @@ if TYPE_CHECKING:
 __all__ = ["STREAMS_PER_WORKER", "Shard", "WorkerReport", "WorkerSplit", "WorkersInfo",
            "auto_workers", "cpu_count", "partition", "plan_workers"]
 
-#: streams one client process reads with a p99 TTFT error within 2 ms of the wire truth
-#: (``python benchmarks/workers_scaling.py``: 256 streams, 10 ms between chunks, one process
-#: on the 2-core CI machine kind); the default splits a run into workers of at most this many
-STREAMS_PER_WORKER = 256
+#: streams one client process reads with a p99 TTFT error within 2 ms of the wire truth:
+#: ``python benchmarks/workers_scaling.py`` on the 2-core CI machine kind (first chunk 80 ms,
+#: a 3-token chunk every 10 ms): +0.01 ms at 64 and 128 streams, +3.4 to +3.6 ms at 256
+STREAMS_PER_WORKER = 128
+
 
 def cpu_count() -> int:
     """CPUs this process may run on (its affinity mask, not the machine's count)."""
@@ -47,14 +48,18 @@ def cpu_count() -> int:
 
 def auto_workers(streams: int, cpus: int) -> tuple[int, str]:
     """The default worker count for ``streams`` concurrent streams, and why: enough that none
-    reads more than :data:`STREAMS_PER_WORKER`, at most one per CPU (a second process on a
-    busy core reads no sooner)."""
+    reads more than :data:`STREAMS_PER_WORKER`, but at most one per CPU less one (the driver
+    and the kernel's network stack need one; and a worker on a core the server needs slows
+    the server: on 2 cores shared with the scripted server, 2 workers read 1,024 streams no
+    better than one, see ``benchmarks/RESULTS.md``)."""
     need = max(1, math.ceil(streams / STREAMS_PER_WORKER))
-    if need <= cpus:
-        return need, (f"{streams} streams at most {STREAMS_PER_WORKER} per worker (the load "
-                      "one process reads within 2 ms, measured)")
-    return cpus, (f"{streams} streams want {need} workers of {STREAMS_PER_WORKER}; capped at "
-                  f"the {cpus} CPUs here (spread the load over hosts: --ray-address)")
+    room = max(1, cpus - 1)
+    if need <= room:
+        return need, (f"{streams} streams, at most {STREAMS_PER_WORKER} per worker (what one "
+                      "process reads within 2 ms, measured)")
+    return room, (f"{streams} streams want {need} workers of {STREAMS_PER_WORKER}; "
+                  f"{room} on the {cpus} CPUs here (one left to the driver and the network "
+                  "stack): for more, send from more hosts (--ray-address)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,7 +108,7 @@ class Workload(BaseModel):
         None, ge=1, description="client processes sending the load, each with its own event "
                                 "loop and connections, the one schedule dealt among them "
                                 "(none: enough that none reads more streams than one process "
-                                "reads accurately, measured; at most one per CPU)")
+                                "reads accurately, measured; at most one per CPU but one)")
     ray_address: str | None = Field(
         None, description="send the load from a Ray cluster's nodes (HOST:PORT of its head, "
                           "or auto): workers become Ray actors spread over the nodes, each "

@@ -41,8 +41,9 @@ def test_partition_shares_the_concurrency_limit(limit: int, workers: int,
 def test_auto_workers_keeps_each_under_the_measured_load_and_the_cpus() -> None:
     assert auto_workers(STREAMS_PER_WORKER, 8)[0] == 1
     assert auto_workers(STREAMS_PER_WORKER + 1, 8)[0] == 2
+    assert auto_workers(16 * STREAMS_PER_WORKER, 8)[0] == 7  # one CPU left to the driver
     count, why = auto_workers(16 * STREAMS_PER_WORKER, 2)
-    assert count == 2 and "--ray-address" in why and "2 CPUs" in why
+    assert count == 1 and "--ray-address" in why and "2 CPUs" in why
 
 
 def _cfg(**kw: object) -> MeasureConfig:
