@@ -134,7 +134,7 @@ test: engines model lint browser lm-eval
 	BENCHLIB_ENGINE_PYTHON=$(CURDIR)/$(ENGINE)/bin/python BENCHLIB_TINY_MODEL=$(CURDIR)/$(MODEL) \
 	BENCHLIB_LLAMA_SERVER=$(CURDIR)/$(LLAMACPP)/bin/llama-server \
 	BENCHLIB_TINY_GGUF=$(CURDIR)/$(GGUF) \
-		$(VENV)/bin/pytest -q tests
+		$(VENV)/bin/pytest -q --durations=25 tests
 
 # GuideLLM for the accuracy benchmark, in its own environment (it pulls a CUDA torch build:
 # about 6 GB; benchmark only, never CI)

@@ -209,6 +209,11 @@ class Scenario(Workload):
             raise ValueError("ramp_input_lens needs the random dataset")
         if self.ramp_input_lens != sorted(self.ramp_input_lens):
             raise ValueError("ramp_input_lens must go up")
+        prompts = [self.num_prompts] if isinstance(self.num_prompts, int) else self.num_prompts
+        least = min(*self.concurrencies, *prompts, *([1] if self.ramp_input_lens else []))
+        if self.workers is not None and self.workers > least:
+            raise ValueError(f"workers {self.workers}: a measurement here has only {least} "
+                             "requests or slots, and each worker needs one")
         return self
 
     @property

@@ -47,6 +47,7 @@ def test_demo_and_good_recipes_pass(tmp_path: Path) -> None:
     (GOOD.replace("input_len: 8", "input_len: -3"), "scenarios[0].input_len"),
     (GOOD.replace("input_len: 8", "input_len: many"), "scenarios[0].input_len"),
     (GOOD.replace("num_prompts: [2, 4]", "num_prompts: [2]"), "num_prompts lists 1 counts"),
+    (GOOD.replace("input_len: 8", "input_len: 8, workers: 2"), "workers 2: a measurement here has only 1"),
     (GOOD.replace("kind: endpoint", "kind: vlm"), "engine.kind"),
     (GOOD.replace(', base_url: "http://127.0.0.1:9"', ""), "needs engine.base_url"),
     (GOOD.replace("kind: endpoint", "kind: endpoint, env: {HF_TOKEN: abc}"), "must not hold secrets"),
