@@ -14,6 +14,7 @@ never stops the run: the measurement still says how fast, the check says whether
 from __future__ import annotations
 
 import json
+import ssl
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -176,13 +177,16 @@ def _tool_call(client: Any, model: str, spec: FunctionalChecks) -> CheckResult:
 
 
 def run_checks(base_url: str, model: str, spec: FunctionalChecks,
-               api_key: str | None = None, timeout_s: float = 120.0) -> list[CheckResult]:
+               api_key: str | None = None, timeout_s: float = 120.0,
+               verify: ssl.SSLContext | bool = True) -> list[CheckResult]:
     """The checks ``spec`` asks for, against the OpenAI-compatible server at ``base_url``
-    (no ``/v1``), in order: chat, thinking off and on, the tool-call round trip."""
+    (no ``/v1``), in order: chat, thinking off and on, the tool-call round trip. ``verify``:
+    an https server's TLS context (the recipe's CA bundle), else the system's CAs."""
     import openai
 
     client = openai.OpenAI(base_url=base_url.rstrip("/") + "/v1", api_key=api_key or "EMPTY",
-                           timeout=timeout_s, max_retries=0)
+                           timeout=timeout_s, max_retries=0,
+                           http_client=openai.DefaultHttpxClient(verify=verify))
     out = []
     if spec.chat:
         out.append(_timed("chat", lambda: _chat(client, model, spec)))

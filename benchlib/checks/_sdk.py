@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import ssl
 import statistics
 import time
 from typing import Any
@@ -25,7 +26,13 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from benchlib.checks._delta import reasoning_text
-from benchlib.measure import MeasureConfig, build_requests, load_tokenizer, run_coroutine
+from benchlib.measure import (
+    Endpoint,
+    MeasureConfig,
+    build_requests,
+    load_tokenizer,
+    run_coroutine,
+)
 
 __all__ = ["SdkView", "sdk_view"]
 
@@ -93,9 +100,14 @@ async def _all(cfg: MeasureConfig, bodies: list[dict[str, Any]], api_key: str | 
                ) -> list[tuple[float, float, float, int] | BaseException]:
     import openai
 
+    verify: ssl.SSLContext | bool = True
+    if cfg.base_url.startswith("https://"):  # the measurement's own TLS settings
+        verify = Endpoint.parse(cfg.base_url, ca_bundle=cfg.ca_bundle,
+                                insecure=cfg.insecure).tls_context()
     client = openai.AsyncOpenAI(base_url=cfg.base_url.rstrip("/") + "/v1",
                                 api_key=api_key or "EMPTY", timeout=cfg.request_timeout,
-                                max_retries=0)
+                                max_retries=0,
+                                http_client=openai.DefaultAsyncHttpxClient(verify=verify))
     gate = asyncio.Semaphore(cfg.max_concurrency or len(bodies))
 
     async def limited(body: dict[str, Any]) -> tuple[float, float, float, int]:

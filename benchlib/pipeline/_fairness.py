@@ -19,6 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from benchlib.measure import measure
+from benchlib.pipeline._standalone import tls_options
 from benchlib.recipe import DIFFERENCES, Recipe
 
 __all__ = ["PROBE_TOKENS", "Probe", "probe_differences", "probe_engine", "tokenizer_dir"]
@@ -62,7 +63,7 @@ def probe_engine(recipe: Recipe, base_url: str, *, tokenizer: Path | None,
         cfg = short.measure_config(base_url=base_url, model=recipe.model.served_model_name,
                                    tokenizer=tokenizer, result_json=None, max_concurrency=1,
                                    num_prompts=1, input_len=min(s.input_len, 256),
-                                   num_warmups=0)
+                                   num_warmups=0, **tls_options(recipe, base_url))
         r = measure(cfg, api_key=api_key)
         ok = r.completed == 1
         source = next((k for k, v in r.output_tokens_source.model_dump().items() if v),

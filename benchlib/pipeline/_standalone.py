@@ -14,17 +14,21 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import signal
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from benchlib._exceptions import UsageError
+from benchlib.measure import Endpoint
 from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._paths import kit_root, load_recipe_snapshot
 from benchlib.recipe import Recipe, load_recipe, resolve_paths
 
-__all__ = ["endpoint", "load", "outputs", "results_file", "scratch_outputs", "step_folder"]
+__all__ = ["endpoint", "load", "outputs", "results_file", "scratch_outputs", "step_folder",
+           "tls_options", "url_context"]
 
 
 def outputs() -> Path:
@@ -83,6 +87,23 @@ def _die_with_parent() -> None:
     """In the child: be sent SIGTERM when the kernel that started it dies (Linux)."""
     if sys.platform == "linux":
         ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def tls_options(recipe: Recipe, url: str) -> dict[str, Any]:
+    """The recipe's TLS settings (``ca_bundle``, ``insecure``) for a measurement of ``url``:
+    none for a plain ``http://`` URL (a notebook's own base_url, a scripted stand-in)."""
+    if not url.startswith("https://"):
+        return {}
+    return {"ca_bundle": recipe.engine.ca_bundle, "insecure": recipe.engine.insecure}
+
+
+def url_context(recipe: Recipe, url: str) -> ssl.SSLContext | None:
+    """The TLS context for the kit's own requests to ``url`` (readiness, the 1-token check,
+    the openai SDK's checks): the one :meth:`~benchlib.measure.Endpoint.tls_context`
+    builds, with the recipe's settings; None for ``http://``."""
+    if not url.startswith("https://"):
+        return None
+    return Endpoint.parse(url, **tls_options(recipe, url)).tls_context()
 
 
 @contextlib.contextmanager

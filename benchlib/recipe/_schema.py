@@ -101,7 +101,11 @@ class EngineSpec(_Strict):
     env: dict[str, Pin] = Field(default_factory=dict, description="extra environment")
     host: str = "127.0.0.1"
     port: int | None = Field(None, ge=1, le=65535, description="default: a free port")
-    base_url: str | None = Field(None, description="endpoint kind: the server's http:// URL")
+    base_url: str | None = Field(None, description="endpoint kind: the server's http:// or "
+                                 "https:// URL, without /v1 (a hosted API, a TLS proxy)")
+    ca_bundle: Path | None = Field(None, description="https: trust the CA certificates in "
+                                   "this PEM file instead of the system's")
+    insecure: bool = Field(False, description="https: check no certificate (still encrypted)")
     api_key_env: EnvName | None = Field(None, description="env var holding the API key")
     ready_path: str = Field("/v1/models", description="GET this until it answers 200")
     ready_timeout_s: float = Field(900.0, gt=0)
@@ -116,8 +120,12 @@ class EngineSpec(_Strict):
         if self.kind == "endpoint" and not self.base_url:
             raise ValueError("engine.kind endpoint needs engine.base_url")
         check_engine_parallel(self.kind, self.parallel)
-        if self.base_url is not None and not self.base_url.startswith("http://"):
-            raise ValueError("engine.base_url must start with http://")
+        if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
+            raise ValueError("engine.base_url must start with http:// or https://")
+        if (self.ca_bundle is not None or self.insecure) and not (
+                self.base_url or "").startswith("https://"):
+            raise ValueError("engine.ca_bundle and engine.insecure are for an https:// "
+                             "engine.base_url")
         for flag, value in zip(self.args, self.args[1:], strict=False):
             if flag in SECRET_FLAGS and not is_env_ref(value):
                 raise ValueError(f"engine.args: write {flag} ${{NAME}} and export NAME; a "
@@ -224,8 +232,8 @@ class Scenario(Workload):
     def measure_config(self, *, base_url: str, model: str, tokenizer: Path | None,
                        result_json: Path | None, max_concurrency: int | None,
                        num_prompts: int, input_len: int | None = None,
-                       num_warmups: int | None = None,
-                       disable_tqdm: bool = True) -> MeasureConfig:
+                       num_warmups: int | None = None, disable_tqdm: bool = True,
+                       ca_bundle: Path | None = None, insecure: bool = False) -> MeasureConfig:
         """The run of this scenario at one concurrency (or one ramp length): every workload
         setting as the recipe gives it (its seed too); ``input_len`` and ``num_warmups``
         override the scenario's (a ramp step: its length, no warmup)."""
@@ -236,7 +244,8 @@ class Scenario(Workload):
             workload["num_warmups"] = num_warmups
         return MeasureConfig(**workload, base_url=base_url, model=model, tokenizer=tokenizer,
                              result_json=result_json, max_concurrency=max_concurrency,
-                             num_prompts=num_prompts, disable_tqdm=disable_tqdm)
+                             num_prompts=num_prompts, disable_tqdm=disable_tqdm,
+                             ca_bundle=ca_bundle, insecure=insecure)
 
     def prompts_at(self, index: int) -> int:
         """The number of prompts to send at ``concurrencies[index]``."""

@@ -8,6 +8,7 @@ after every response behave as over plain TCP."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import os
 import subprocess
@@ -21,7 +22,9 @@ import pytest
 from benchlib.measure import MeasureConfig, MeasureResult, measure
 from benchlib.measure._endpoint import Endpoint
 from benchlib.measure._pool import ConnectionPool
+from benchlib.pipeline import read_sidecar
 from tests._tls_files import TlsFiles
+from tests.conftest import REPO
 
 from ._truth import bracket_coverage, errors_vs_truth, load_jsonl
 from .test_faults import FAULT_ERRORS
@@ -244,3 +247,46 @@ def test_keep_alive_over_tls_uses_one_connection(https: Callable[..., Any],
         return served
 
     assert asyncio.run(go()) == [1, 2, 3, 4, 5]
+
+
+def test_a_recipe_measures_an_https_endpoint(https: Callable[..., Any], tmp_path: Path,
+                                             tiny_model: Path, tls_files: TlsFiles) -> None:
+    """A hosted API or a TLS proxy as a recipe's engine: the readiness and 1-token checks,
+    the fair-A/B probe, the openai SDK's checks and view and the measurement all trust the
+    recipe's CA bundle; without it the launch fails saying the certificate is not trusted."""
+    server = https("--ttft-ms", "5", "--itl-ms", "2", "--model", "scripted")
+
+    def recipe(name: str, tls: str) -> Path:
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(f"""\
+name: {name}
+model: {{id: scripted, local_path: "{tiny_model}"}}
+engine: {{kind: endpoint, base_url: "{server.url}"{tls}}}
+steps: [02_launch, 03_measure]
+scenarios:
+  - {{name: chat, endpoint: chat, input_len: 16, output_len: 8, concurrencies: [2],
+      num_prompts: 4, sdk_view: true}}
+""")
+        return path
+
+    out = tmp_path / "out"
+    ok = subprocess.run([sys.executable, "-m", "benchlib", "run",
+                         str(recipe("tls", f', ca_bundle: "{tls_files.cert}"')), "--outputs",
+                         str(out)], capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert ok.returncode == 0, ok.stdout[-3000:] + ok.stderr[-3000:]
+    run = out / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "tls"
+    launch = read_sidecar(run / "02_launch.json").results
+    assert launch["base_url"] == server.url and all(c["ok"] for c in launch["checks"])
+    measured = read_sidecar(run / "03_measure.json")
+    assert measured.status == "ok", measured.error
+    result = MeasureResult.model_validate_json((run / "measure" / "chat-c2.json").read_text())
+    assert result.completed == 4 and result.timing.clock == "kernel"
+    assert result.benchlib.base_url == server.url
+    bad = subprocess.run([sys.executable, "-m", "benchlib", "run", str(recipe("untrusted", "")),
+                          "--outputs", str(out)], capture_output=True, text=True, cwd=REPO,
+                         timeout=600)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    failed = read_sidecar(out / run.parent.name / "untrusted" / "02_launch.json")
+    assert failed.status == "failed" and failed.error is not None
+    assert "certificate verify failed" in failed.error.evalue
+    assert "engine.ca_bundle" in failed.error.evalue

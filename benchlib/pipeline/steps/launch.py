@@ -20,7 +20,7 @@ from benchlib.engines import EngineError, first_token, parse_engine_log
 from benchlib.pipeline._declare import Param, RunFacts, Step, StepInputs
 from benchlib.pipeline._fairness import Probe, probe_engine, tokenizer_dir
 from benchlib.pipeline._results import save_results
-from benchlib.pipeline._standalone import endpoint, results_file, step_folder
+from benchlib.pipeline._standalone import endpoint, results_file, step_folder, url_context
 from benchlib.pipeline.steps._engine_vs_plan import (
     EngineVsPlan,
     compare_engine_to_plan,
@@ -77,8 +77,9 @@ def launch_summary(recipe: Recipe, *, base_url: str = "", engine_log: str = "",
     api_key = env_secret(recipe.engine.api_key_env)
     chat = all(s.endpoint == "chat" for s in recipe.scenarios)
     with endpoint(recipe, base_url) as url:
+        context = url_context(recipe, url)
         problem = first_token(url, recipe.model.served_model_name, chat=chat,
-                              api_key=api_key)
+                              api_key=api_key, context=context)
         if problem is not None:
             raise EngineError(f"the engine at {url} did not answer a 1-token request: "
                               f"{problem}")
@@ -88,7 +89,7 @@ def launch_summary(recipe: Recipe, *, base_url: str = "", engine_log: str = "",
         wanted = any(s.endpoint == "chat" for s in recipe.scenarios) or (
             recipe.checks.thinking or recipe.checks.tool_call)
         checks = run_checks(url, recipe.model.served_model_name, recipe.checks,
-                            api_key=api_key) if wanted else []
+                            api_key=api_key, verify=context or True) if wanted else []
         cache_config, scrape_error = scrape_cache_config(url, api_key) \
             if recipe.engine.kind == "vllm" else ({}, None)
     vs_plan = compare_engine_to_plan(recipe, Path(model_path) if model_path else None,

@@ -32,7 +32,13 @@ from benchlib.pipeline._fairness import tokenizer_dir
 from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._results import read_results, save_results
 from benchlib.pipeline._resume import ramp_done, scenario_done, scenario_problem
-from benchlib.pipeline._standalone import endpoint, results_file, step_folder
+from benchlib.pipeline._standalone import (
+    endpoint,
+    results_file,
+    step_folder,
+    tls_options,
+    url_context,
+)
 from benchlib.pipeline.steps._engine_vs_plan import kv_usage_expected
 from benchlib.pipeline.steps._server import sampler_for, server_side
 from benchlib.pipeline.steps._summary import summary_table
@@ -70,7 +76,8 @@ def _measure_once(recipe: Recipe, s: Scenario, base_url: str, result_json: Path,
     """The one place :func:`benchlib.measure.measure` is called: its result as the result
     JSON's object (the keys the results and the summary table read)."""
     cfg = s.measure_config(base_url=base_url, model=recipe.model.served_model_name,
-                           tokenizer=tokenizer, result_json=result_json, **shape)
+                           tokenizer=tokenizer, result_json=result_json, **shape,
+                           **tls_options(recipe, base_url))
     return measure(cfg, api_key=api_key, on_warmed=on_warmed).to_json()
 
 
@@ -79,7 +86,8 @@ def _sdk(recipe: Recipe, s: Scenario, url: str, tokenizer: Path | None, api_key:
     """The scenario at ``conc`` through the openai SDK, beside the wire run ``wire``."""
     cfg = s.measure_config(base_url=url, model=recipe.model.served_model_name,
                            tokenizer=tokenizer, result_json=None, max_concurrency=conc,
-                           num_prompts=s.prompts_at(index), input_len=s.input_len)
+                           num_prompts=s.prompts_at(index), input_len=s.input_len,
+                           **tls_options(recipe, url))
     view = sdk_view(cfg, api_key, wire)
     print(f"  through the openai SDK ({view.client}): median TTFT "
           f"{_ms(view.median_ttft_ms, 1)} ({_ms(view.ttft_overhead_ms, 2)} over the wire), "
@@ -116,8 +124,9 @@ def _accuracy(recipe: Recipe, url: str, folder: RunFolder, api_key: str | None,
 def _alive(recipe: Recipe, base_url: str, api_key: str | None) -> bool:
     """Whether the engine still answers (three tries, so one slow answer is not a death)."""
     url = base_url.rstrip("/") + recipe.engine.ready_path
+    context = url_context(recipe, base_url)
     for _ in range(3):
-        if http_ok(url, timeout=10.0, api_key=api_key):
+        if http_ok(url, timeout=10.0, api_key=api_key, context=context):
             return True
         time.sleep(1.0)
     return False
