@@ -78,7 +78,8 @@ def _info(split: WorkerSplit, workers: Workers, shards: Sequence[Shard],
             clock_offset_uncertainty_ms=workers.uncertainties[k] / 1e6,
             timing=timing_of(mine)))
     return WorkersInfo(count=len(shards), backend=split.backend, chosen=split.chosen,
-                       hosts=len(set(workers.hosts)),
+                       hosts=len({h.split("/")[0] for h in workers.hosts}),
+                       nodes=len(set(workers.hosts)),
                        client_bound_workers=[r.worker for r in reports
                                              if r.timing.client_bound],
                        workers=reports)

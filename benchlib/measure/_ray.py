@@ -19,6 +19,7 @@ tokenizer folder is a path on the driver's host, not on the nodes').
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import socket
 import threading
@@ -28,7 +29,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from benchlib._exceptions import UsageError
+from benchlib._exceptions import MeasureError, UsageError
 from benchlib.measure._split import WorkerSplit
 from benchlib.measure._workers import Message, WorkerJob, run_job
 
@@ -36,6 +37,8 @@ __all__ = ["RayWorkers", "import_ray"]
 
 #: round trips per actor for its clock offset
 _CLOCK_SAMPLES = 8
+#: the longest a driver waits for one call to an actor
+_CALL_TIMEOUT_S = 60.0
 
 
 def import_ray() -> ModuleType:
@@ -111,14 +114,18 @@ class LoadActor:
 class RayWorkers:
     """Actors on a Ray cluster, behind :class:`~benchlib.measure._workers.Workers`."""
 
-    def __init__(self, ray: Any, actors: list[Any], owns_init: bool) -> None:
+    def __init__(self, ray: Any, actors: list[Any], owns_init: bool,
+                 measure: bool = True) -> None:
         self._ray = ray
         self._actors = actors
         self._owns_init = owns_init
-        self.hosts: list[str] = ray.get([a.host.remote() for a in actors])
+        self.hosts: list[str] = []
         self.mono_offsets: list[int] = []
         self.wall_offsets: list[int] = []
         self.uncertainties: list[int] = []
+        if not measure:  # only to let go of what a failed start made
+            return
+        self.hosts = ray.get([a.host.remote() for a in actors], timeout=_CALL_TIMEOUT_S)
         for actor in actors:
             mono, wall, half_rtt = self._offset(actor)
             self.mono_offsets.append(mono)
@@ -130,13 +137,15 @@ class RayWorkers:
     def start(cls, split: WorkerSplit, jobs: Callable[[int], Sequence[WorkerJob]]
               ) -> RayWorkers:
         """Connect to the cluster at ``split.ray_address``, place the actors (at least one
-        per node when the count is the default) and start each on its job."""
+        per node when the count is the default, never more than the run has streams) and
+        start each on its job. A node that cannot run them (no benchlib there, gone) stops
+        it with :class:`~benchlib.MeasureError`, the actors and the connection let go."""
         ray = import_ray()
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+        assert split.ray_address is not None
         owns = not ray.is_initialized()
         if owns:
-            assert split.ray_address is not None
             _check_reachable(split.ray_address)
             try:
                 ray.init(address=split.ray_address, log_to_driver=False,
@@ -145,24 +154,35 @@ class RayWorkers:
                 raise UsageError("--ray-address", f"cannot join the Ray cluster at "
                                  f"{split.ray_address}: {exc} (start one with `ray start "
                                  "--head`, then pass its HOST:PORT)") from None
-        nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
-        count = max(split.count, len(nodes)) if split.per_node else split.count
-        remote = ray.remote(LoadActor)
-        actors = [remote.options(
-            num_cpus=0, name=None,
-            scheduling_strategy=NodeAffinitySchedulingStrategy(nodes[k % len(nodes)],
-                                                               soft=False)).remote()
-            for k in range(count)]
-        workers = cls(ray, actors, owns)
-        for actor, job in zip(actors, jobs(count), strict=True):
-            actor.run.remote(job)
+        else:  # a notebook that already joined a cluster: that one, said so
+            print(f"Ray is already connected in this process: using its cluster, not "
+                  f"{split.ray_address}", flush=True)
+        actors: list[Any] = []
+        try:
+            nodes = [n["NodeID"] for n in ray.nodes() if n.get("Alive")]
+            count = split.count
+            if split.per_node:
+                count = min(max(count, len(nodes)), split.streams)
+            remote = ray.remote(LoadActor)
+            actors = [remote.options(
+                num_cpus=0, name=None,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(nodes[k % len(nodes)],
+                                                                   soft=False)).remote()
+                for k in range(count)]
+            workers = cls(ray, actors, owns)
+            for actor, job in zip(actors, jobs(count), strict=True):
+                actor.run.remote(job)
+        except ray.exceptions.RayError as exc:
+            cls(ray, actors, owns, measure=False).stop(True)
+            raise MeasureError(f"the Ray workers could not start: {_first_line(exc)} (is "
+                               "benchlib installed on every node?)") from None
         return workers
 
     def _offset(self, actor: Any) -> tuple[int, int, int]:
         best: tuple[int, int, int, int] | None = None
         for _ in range(_CLOCK_SAMPLES):
             t0, w0 = time.perf_counter_ns(), time.time_ns()
-            mono, wall = self._ray.get(actor.clocks.remote())
+            mono, wall = self._ray.get(actor.clocks.remote(), timeout=_CALL_TIMEOUT_S)
             t1, w1 = time.perf_counter_ns(), time.time_ns()
             rtt = t1 - t0
             if best is None or rtt < best[0]:
@@ -172,14 +192,26 @@ class RayWorkers:
 
     def poll(self, timeout: float) -> list[tuple[int, Message]]:
         time.sleep(timeout)
-        batches = self._ray.get([a.drain.remote() for a in self._actors])
-        return [(k, msg) for k, batch in enumerate(batches) for msg in batch]
+        out: list[tuple[int, Message]] = []
+        for k, ref in enumerate([a.drain.remote() for a in self._actors]):
+            try:
+                out.extend((k, msg) for msg in self._ray.get(ref, timeout=_CALL_TIMEOUT_S))
+            except self._ray.exceptions.RayError as exc:  # the actor or its node is gone
+                out.append((k, ("error", _first_line(exc))))
+        return out
 
     def go(self, worker: int, start_ns: int) -> None:
         self._actors[worker].go.remote(start_ns)  # a caller's calls reach an actor in order
 
-    def stop(self) -> None:
+    def stop(self, fault: bool) -> None:
+        """Kill the actors (their load stops with them) and leave a cluster we joined."""
         for actor in self._actors:
-            self._ray.kill(actor)
+            with contextlib.suppress(Exception):  # already gone
+                self._ray.kill(actor)
         if self._owns_init:
             self._ray.shutdown()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"

@@ -60,15 +60,18 @@ def _timing_lines(timing: Mapping[str, Any]) -> list[str]:
 def _worker_lines(workers: Mapping[str, Any]) -> list[str]:
     """How the load was split, each worker's own self-check, and the ones that lagged."""
     lines = ["{s:{c}^{n}}".format(s="Workers (benchlib)", n=50, c="-")]
-    lines.append(_row("Client workers:", f"{workers['count']} {workers['backend']} on "
-                                         f"{workers['hosts']} host(s)"))
+    where = f"{workers['hosts']} host(s)"
+    if workers["backend"] == "ray":
+        where = f"{workers['nodes']} Ray node(s) on {where}"
+    lines.append(_row("Client workers:", f"{workers['count']} {workers['backend']} on {where}"))
     lines.append(_row("Why this many:", workers["chosen"]))
     for w in workers["workers"]:
         t = w["timing"]
         lag = t.get("p99_read_lag_ms")
         exact = t.get("exact_ttft_fraction")
         offset = (f", clock {w['clock_offset_ms']:+.3f} ± "
-                  f"{w['clock_offset_uncertainty_ms']:.3f} ms" if workers["hosts"] > 1 else "")
+                  f"{w['clock_offset_uncertainty_ms']:.3f} ms" if workers["backend"] == "ray"
+                  else "")
         lines.append(f"  worker {w['worker']} ({w['host']}): {w['requests']} requests, p99 read "
                      f"lag {'n/a' if lag is None else f'{lag:.2f}'} ms, exact TTFTs "
                      f"{'n/a' if exact is None else f'{exact:.1%}'}{offset}")

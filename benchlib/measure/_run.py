@@ -17,7 +17,7 @@ import math
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import IO, Any, TypeVar
+from typing import IO, Any
 
 from tqdm import tqdm
 
@@ -36,9 +36,6 @@ from benchlib.measure._split import WorkersInfo, plan_workers
 from benchlib.measure._tokens import NO_TOKEN_COUNT, load_tokenizer, outcome_finisher
 
 __all__ = ["NO_TOKEN_COUNT", "build_requests", "load_tokenizer", "measure", "run_coroutine"]
-
-_T = TypeVar("_T")
-
 
 def prompts_digest(prompts: list[Prompt]) -> str:
     """SHA-256 over the prompts in order (text, or chat messages as canonical JSON)."""

@@ -78,6 +78,10 @@ def partition(offsets: Sequence[float], max_concurrency: int | None, num_warmups
               workers: int) -> list[Shard]:
     """The run's schedule dealt to ``workers`` (see the module docstring); worker 0 sends
     every warmup."""
+    if not 1 <= workers <= max(1, len(offsets)) or (
+            max_concurrency is not None and workers > max_concurrency):
+        raise ValueError(f"{workers} workers for {len(offsets)} requests and "
+                         f"{max_concurrency} slots: each needs one of both")
     shards = []
     for k in range(workers):
         idx = tuple(range(k, len(offsets), workers))
@@ -87,7 +91,6 @@ def partition(offsets: Sequence[float], max_concurrency: int | None, num_warmups
         shards.append(Shard(k, idx, tuple(offsets[i] for i in idx), slots,
                             num_warmups if k == 0 else 0))
     return shards
-
 
 
 class WorkerReport(BaseModel):
@@ -100,8 +103,8 @@ class WorkerReport(BaseModel):
     requests: int = Field(description="requests in its share of the schedule")
     max_concurrency: int | None = Field(description="its share of the concurrency limit")
     clock_offset_ms: float = Field(
-        description="its host's wall clock minus the driver's (0 on the driver's host): how "
-                    "far apart the hosts' clocks are, measured by round trips")
+        description="its host's wall clock minus the driver's, measured by round trips (a "
+                    "Ray worker); 0 for a local process, which shares the driver's clock")
     clock_offset_uncertainty_ms: float = Field(
         description="half the shortest round trip of that measurement: run-level times "
                     "(duration, throughput) are this uncertain; per-request times (TTFT, TPOT, "
@@ -118,7 +121,9 @@ class WorkersInfo(BaseModel):
     backend: Literal["processes", "ray"] = Field(
         description="local processes, or Ray actors on a cluster's nodes")
     chosen: str = Field(description="why this many: given, or the default's reasoning")
-    hosts: int = Field(description="distinct hosts the workers ran on")
+    hosts: int = Field(description="distinct hosts (host names) the workers ran on")
+    nodes: int = Field(description="distinct Ray nodes they ran on (1 for local processes; "
+                                   "a test cluster can run several nodes on one host)")
     client_bound_workers: list[int] = Field(
         description="workers whose own reads lagged (their timing.client_bound): add workers "
                     "or hosts")
@@ -145,6 +150,10 @@ def plan_workers(cfg: MeasureConfig) -> WorkerSplit:
     backend: Literal["processes", "ray"] = "ray" if cfg.ray_address else "processes"
     if cfg.workers is not None:
         return WorkerSplit(cfg.workers, "given", backend, cfg.ray_address, streams)
+    if cfg.max_concurrency is None and not math.isinf(cfg.request_rate) and not cfg.ray_address:
+        return WorkerSplit(1, "a request rate without a concurrency limit: the streams in "
+                           "flight are not known before the run (pass --workers N, or a "
+                           "--max-concurrency)", backend, None, streams)
     if cfg.ray_address:
         need = max(1, math.ceil(streams / STREAMS_PER_WORKER))
         return WorkerSplit(need, f"{streams} streams at most {STREAMS_PER_WORKER} per worker, "

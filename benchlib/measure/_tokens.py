@@ -5,8 +5,9 @@ Output tokens come from the server's usage; where it sent none, the model's toke
 the generated text (flagged ``tokenizer`` in the record), and without a tokenizer the request
 fails with the reason — never a silent 0. Each text chunk's token count (to split ITLs per
 token and bucket tokens in time, never to count the output) comes from re-tokenizing.
-This runs where the request ran: in the measuring process, or in each worker process with
-its own tokenizer (:mod:`benchlib.measure._workers`).
+This runs in the measuring process, or in each local worker process with its own tokenizer
+(:mod:`benchlib.measure._workers`); over Ray, in the driver (a tokenizer folder is a path on
+its host).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ NO_TOKEN_COUNT = ("output tokens unknown: the server sent no usage and no tokeni
 def outcome_finisher(tokenizer: Any | None) -> Finish:
     """What happens to each ended request before its record is written: output tokens from
     the tokenizer when the server sent no usage (never a silent 0: without one the request
-    fails with the reason), and its per-chunk token counts. Runs where the request ran (a
+    fails with the reason), and its per-chunk token counts. Runs in the measuring process (a
     worker process counts its own)."""
     def finish(o: RequestOutcome) -> list[float]:
         if o.success and o.output_tokens_source == "none":

@@ -17,8 +17,11 @@ requests in flight.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import pickle
+import queue
 import threading
 import time
 import traceback
@@ -107,28 +110,40 @@ class Workers(Protocol):
     def go(self, worker: int, start_ns: int) -> None:
         """Start ``worker`` at ``start_ns`` on its own monotonic clock."""
 
-    def stop(self) -> None:
-        """End every worker (after the run, or on a fault)."""
+    def stop(self, fault: bool) -> None:
+        """End every worker: after the run, or at once on a fault (``fault``)."""
 
 
 def _process_main(job: WorkerJob, conn: Connection) -> None:
-    """A local worker process: messages over its pipe; the start instant comes back on it."""
-    lock = threading.Lock()
+    """A local worker process: messages over its pipe, the start instant back on it.
 
-    def send(msg: Message) -> None:
-        with lock:  # on_outcome may run in the load's worker thread too
-            conn.send(msg)
+    Messages go out through a sender thread: a pickled outcome can be larger than the
+    pipe's buffer, and a ``send`` that waits for the driver must not stall the event loop
+    that reads the sockets (nor the offload thread, through a lock)."""
+    box: queue.SimpleQueue[Message | None] = queue.SimpleQueue()
+
+    def sender() -> None:
+        try:
+            while (msg := box.get()) is not None:
+                conn.send(msg)
+        except OSError:  # the driver went away: nothing left to tell
+            pass
+
+    thread = threading.Thread(target=sender, name="benchlib-sender", daemon=True)
+    thread.start()
 
     def start() -> int:
-        send(("ready",))
+        box.put(("ready",))
         value: int = conn.recv()
         return value
 
     try:
-        run_job(job, send, start, finisher_at)
+        run_job(job, box.put, start, finisher_at)
     except BaseException as exc:  # every fault goes to the driver, named
-        send(("error", "".join(traceback.format_exception_only(exc)).strip()))
+        box.put(("error", "".join(traceback.format_exception_only(exc)).strip()))
     finally:
+        box.put(None)
+        thread.join()
         conn.close()
 
 
@@ -169,18 +184,26 @@ class LocalWorkers:
                     if msg[0] in ("done", "error"):
                         self._open.discard(k)  # its last word
                         break
-            except (EOFError, OSError):
+            except (EOFError, OSError, pickle.UnpicklingError):  # died, mid-message too
                 self._open.discard(k)
                 self._procs[k].join(5)
                 out.append((k, ("exit", self._procs[k].exitcode)))
         return out
 
     def go(self, worker: int, start_ns: int) -> None:
-        self._conns[worker].send(start_ns)
+        with contextlib.suppress(OSError):  # it died after saying ready: poll says so
+            self._conns[worker].send(start_ns)
 
-    def stop(self) -> None:
+    def stop(self, fault: bool) -> None:
+        if fault:  # stop the others' load now: closed pipes, then SIGTERM, all at once
+            for conn in self._conns:
+                conn.close()
+            for proc in self._procs:
+                if proc.is_alive():
+                    proc.terminate()
+        deadline = time.monotonic() + (5 if fault else 30)
         for proc in self._procs:
-            proc.join(10)
+            proc.join(max(0.0, deadline - time.monotonic()))
             if proc.is_alive():
                 proc.kill()
                 proc.join(5)
@@ -200,6 +223,7 @@ def drive(workers: Workers, count: int, sink: Callable[[int, RequestOutcome, lis
     """
     ready: set[int] = set()
     done: dict[int, int] = {}
+    fault = True
 
     def outcome(k: int, o: RequestOutcome, counts: list[float] | None) -> None:
         shift(o, workers.mono_offsets[k])
@@ -220,8 +244,9 @@ def drive(workers: Workers, count: int, sink: Callable[[int, RequestOutcome, lis
                 outcome(k, msg[1], msg[2])
             elif msg[0] == "done":
                 done[k] = msg[1]
+        fault = False
     finally:
-        workers.stop()
+        workers.stop(fault)
     return max(done.values())
 
 

@@ -69,7 +69,8 @@ def test_load_from_two_ray_nodes(ray_cluster: str,
     result = MeasureResult.model_validate_json(out.read_text())
     assert (result.completed, result.failed) == (24, 0)
     info = result.workers
-    assert info is not None and (info.count, info.backend, info.hosts) == (2, "ray", 2)
+    assert info is not None and (info.count, info.backend, info.nodes, info.hosts) == (
+        2, "ray", 2, 1)  # two raylets of one host
     assert "at least one per node" in info.chosen
     for w in info.workers:
         assert w.requests == 12 and w.max_concurrency == 2
@@ -82,7 +83,8 @@ def test_load_from_two_ray_nodes(ray_cluster: str,
     # output tokens from the server's usage; per-chunk counts by the driver's tokenizer
     assert all(r.output_tokens_source == "usage" and r.chunk_tokens for r in records)
     assert abs(errors_vs_truth(requests_path(out), server.truth)["ttft"]) < 1.0
-    assert "2 ray on 2 host(s)" in proc.stdout and "Traceback" not in proc.stderr
+    assert "2 ray on 2 Ray node(s) on 1 host(s)" in proc.stdout
+    assert "Traceback" not in proc.stderr
 
 
 def test_a_wrong_address_says_how_to_start_a_cluster(tmp_path: Path, tiny_model: Path) -> None:

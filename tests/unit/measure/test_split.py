@@ -56,6 +56,8 @@ def test_plan_workers_counts_the_streams_a_run_can_have() -> None:
     split = plan_workers(_cfg(num_prompts=5000, max_concurrency=STREAMS_PER_WORKER))
     assert split.count == 1 and split.streams == STREAMS_PER_WORKER
     assert plan_workers(_cfg(num_prompts=10, workers=3)).chosen == "given"
+    paced = plan_workers(_cfg(num_prompts=5000, request_rate=2.0))
+    assert paced.count == 1 and "not known before the run" in paced.chosen
     ray = plan_workers(_cfg(num_prompts=10, ray_address="127.0.0.1:6379"))
     assert ray.backend == "ray" and ray.per_node and ray.count == 1
 
@@ -68,3 +70,10 @@ def test_more_workers_than_work_is_refused_naming_the_field(kw: dict[str, int],
                                                             words: str) -> None:
     with pytest.raises(ValidationError, match=words):
         _cfg(**kw)
+
+
+def test_a_partition_with_a_worker_left_without_work_is_refused() -> None:
+    with pytest.raises(ValueError, match="each needs one"):
+        partition([0.0] * 4, 1, 0, 2)
+    with pytest.raises(ValueError, match="each needs one"):
+        partition([0.0] * 2, None, 0, 3)

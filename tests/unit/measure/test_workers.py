@@ -19,7 +19,7 @@ class _Scripted:
         self.wall_offsets = [0] * len(offsets)
         self.uncertainties = [1_000] * len(offsets)
         self.started: dict[int, int] = {}
-        self.stopped = False
+        self.stopped: bool | None = None
 
     def poll(self, timeout: float) -> list[tuple[int, Message]]:
         return self._polls.pop(0) if self._polls else []
@@ -27,8 +27,8 @@ class _Scripted:
     def go(self, worker: int, start_ns: int) -> None:
         self.started[worker] = start_ns
 
-    def stop(self) -> None:
-        self.stopped = True
+    def stop(self, fault: bool) -> None:
+        self.stopped = fault
 
 
 def _outcome(index: int, start_ns: int) -> RequestOutcome:
@@ -47,7 +47,7 @@ def test_every_worker_starts_at_one_instant_on_its_own_clock() -> None:
     warmed: list[bool] = []
     duration = drive(workers, 2, lambda k, o, c: got.append((k, o.index, o.start_ns, c)),
                      lambda o: [9.0], lambda: warmed.append(True))
-    assert warmed == [True] and workers.stopped
+    assert warmed == [True] and workers.stopped is False  # a clean finish
     assert workers.started[0] - workers.started[1] == 5_000  # the same instant, two clocks
     # worker 1's times come onto the driver's clock; the driver counts what 0 left to it
     assert got == [(1, 1, 6_000, [1.0, 2.0]), (0, 0, 2_000, [9.0])]
@@ -60,7 +60,7 @@ def test_a_worker_fault_stops_the_run_naming_the_worker(msg: Message, words: str
     workers = _Scripted([[(0, ("ready",)), (1, ("ready",))], [(1, msg)]], offsets=[0, 0])
     with pytest.raises(MeasureError, match=f"worker 1 of 2 \\(h1\\).*{words}"):
         drive(workers, 2, lambda k, o, c: None, lambda o: [])
-    assert workers.stopped
+    assert workers.stopped is True  # the others stopped at once
 
 
 def test_shift_moves_absolute_times_only() -> None:
