@@ -34,7 +34,7 @@ import time
 
 import h11
 
-from benchlib._tls import TlsChannel, tls_error_message
+from benchlib._tls import Decrypted, TlsChannel, tls_error_message
 from benchlib._wire import (
     ANC_BUFSIZE,
     ClockMap,
@@ -230,10 +230,23 @@ class Connection:
         if capture is None:
             return
         stamp = rx_timestamp_ns(anc) if self._kernel_clock else None
+        pre: Decrypted | None = None
         if stamp is None:
             arrival = now
         else:
             arrival = self._clock.to_perf_ns(stamp)
+            if self._tls is not None and arrival < capture.start_ns:
+                # a new connection's TLS 1.3 session tickets can land between the check
+                # before the send and the send: bytes from before the request that carry
+                # no data are not part of it (and no clock step)
+                try:
+                    pre = self._tls.decrypt(data)
+                except ssl.SSLError as exc:
+                    capture.end_ns = capture.end_ns or now
+                    self._finish(tls_error_message(exc))
+                    return
+                if not (pre.head or pre.last or pre.closed):
+                    return
             if not capture.start_ns <= arrival <= now:  # bytes cannot arrive before the
                 capture.clamped_reads += 1  # send or after the read: the clock stepped
                 arrival = min(max(arrival, capture.start_ns), now)
@@ -248,7 +261,7 @@ class Connection:
                 self._h11.receive_data(data)
                 self._drain(capture, arrival, read, eof=eof)
             else:
-                first, eof = self._feed_tls(capture, data, arrival, read)
+                first, eof = self._feed_tls(capture, data, arrival, read, pre)
             if (len(capture.events) > first and not capture.complete
                     and not self._decoder.pending and not self._h11.trailing_data[0]):
                 capture.event_exact[-1] = True  # nothing of a later event came with it
@@ -269,8 +282,8 @@ class Connection:
                 capture.end_ns = arrival
             self._finish(f"cannot read the response: {type(exc).__name__}: {exc}")
 
-    def _feed_tls(self, capture: StreamCapture, data: bytes, arrival: int, read: int
-                  ) -> tuple[int, bool]:
+    def _feed_tls(self, capture: StreamCapture, data: bytes, arrival: int, read: int,
+                  decrypted: Decrypted | None = None) -> tuple[int, bool]:
         """Decrypt one read and feed its plaintext to h11: first the records before the
         read's last whole record, then that record, then the end of the stream if it came.
 
@@ -279,7 +292,7 @@ class Connection:
         the stream ended.
         """
         assert self._tls is not None
-        out = self._tls.decrypt(data)
+        out = decrypted if decrypted is not None else self._tls.decrypt(data)
         if out.head:
             self._h11.receive_data(out.head)
             self._drain(capture, arrival, read, eof=False)
