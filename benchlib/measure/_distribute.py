@@ -16,7 +16,14 @@ from benchlib.measure._arrivals import arrival_offsets
 from benchlib.measure._loadgen import LoadPlan
 from benchlib.measure._metrics import timing_of
 from benchlib.measure._request import RequestOutcome
-from benchlib.measure._split import Shard, WorkerReport, WorkersInfo, WorkerSplit, partition
+from benchlib.measure._split import (
+    LATE_START_MS,
+    Shard,
+    WorkerReport,
+    WorkersInfo,
+    WorkerSplit,
+    partition,
+)
 from benchlib.measure._tokens import Finish
 from benchlib.measure._workers import LocalWorkers, WorkerJob, Workers, drive
 
@@ -71,15 +78,19 @@ def _info(split: WorkerSplit, workers: Workers, shards: Sequence[Shard],
     for shard in shards:
         k = shard.worker
         mine = [o for o in outcomes if worker_of[o.index] == k]
+        first = next((o for o in mine if o.index == shard.indices[0]), None)
+        lag = first.release_lag_ns if first is not None else None
         reports.append(WorkerReport(
             worker=k, host=workers.hosts[k], requests=len(shard.indices),
             max_concurrency=shard.max_concurrency,
             clock_offset_ms=workers.wall_offsets[k] / 1e6,
             clock_offset_uncertainty_ms=workers.uncertainties[k] / 1e6,
-            timing=timing_of(mine)))
+            start_lag_ms=lag / 1e6 if lag is not None else None, timing=timing_of(mine)))
     return WorkersInfo(count=len(shards), backend=split.backend, chosen=split.chosen,
                        hosts=len({h.split("/")[0] for h in workers.hosts}),
                        nodes=len(set(workers.hosts)),
                        client_bound_workers=[r.worker for r in reports
                                              if r.timing.client_bound],
-                       workers=reports)
+                       late_start_workers=[r.worker for r in reports
+                                           if (r.start_lag_ms or 0) > LATE_START_MS],
+                       late_start_limit_ms=LATE_START_MS, workers=reports)

@@ -239,6 +239,7 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
                 try:
                     outcome = decode_capture(indices[i], prompt_lens[i], capture, plan.kind)
                     outcome.release_ns = releases[i]
+                    outcome.due_ns = begin_ns + round(offsets[i] * 1e9)
                     outcomes[i] = outcome
                     if sum(map(len, outcome.chunk_texts)) > OFFLOAD_CHARS:
                         await loop.run_in_executor(worker, on_outcome, outcome, capture)

@@ -149,7 +149,8 @@ def timing_of(outcomes: Sequence[RequestOutcome]) -> Timing:
          if o.ttft_text_ns is not None and o.ttft_text_lower_ns is not None],
         [o.clock for o in ok], sum(o.clock_stepped for o in outcomes),
         [g for o in ok for g in o.read_lags_ns], sum(o.reads for o in ok),
-        sum(o.stamped_reads for o in ok), sum(o.coalesced_gaps for o in ok))
+        sum(o.stamped_reads for o in ok), sum(o.coalesced_gaps for o in ok),
+        [g for o in outcomes if (g := o.release_lag_ns) is not None])
 
 
 def summarize(outcomes: Sequence[RequestOutcome], token_counts: Sequence[Sequence[float]], *,

@@ -27,18 +27,41 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from benchlib._exceptions import MeasureError, UsageError
 from benchlib.measure._split import WorkerSplit
 from benchlib.measure._workers import Message, WorkerJob, run_job
 
-__all__ = ["RayWorkers", "import_ray"]
+__all__ = ["ClockSample", "RayWorkers", "clock_offset", "import_ray"]
 
 #: round trips per actor for its clock offset
 _CLOCK_SAMPLES = 8
 #: the longest a driver waits for one call to an actor
 _CALL_TIMEOUT_S = 60.0
+
+
+class ClockSample(NamedTuple):
+    """One round trip to an actor: the driver's monotonic and wall clocks before the call,
+    the actor's two readings, the driver's two after it (ns)."""
+
+    mono_before: int
+    wall_before: int
+    actor_mono: int
+    actor_wall: int
+    mono_after: int
+    wall_after: int
+
+
+def clock_offset(samples: Sequence[ClockSample]) -> tuple[int, int, int]:
+    """From the round trip that took least (Cristian's method): the driver's monotonic clock
+    minus the actor's, the actor's wall clock minus the driver's, and half that round trip,
+    which bounds both errors whatever the split of the trip between its two legs (ns)."""
+    best = min(samples, key=lambda s: s.mono_after - s.mono_before)
+    mono_mid = (best.mono_before + best.mono_after) // 2
+    wall_mid = (best.wall_before + best.wall_after) // 2
+    return (mono_mid - best.actor_mono, best.actor_wall - wall_mid,
+            (best.mono_after - best.mono_before) // 2)
 
 
 def import_ray() -> ModuleType:
@@ -179,16 +202,13 @@ class RayWorkers:
         return workers
 
     def _offset(self, actor: Any) -> tuple[int, int, int]:
-        best: tuple[int, int, int, int] | None = None
+        samples = []
         for _ in range(_CLOCK_SAMPLES):
             t0, w0 = time.perf_counter_ns(), time.time_ns()
             mono, wall = self._ray.get(actor.clocks.remote(), timeout=_CALL_TIMEOUT_S)
-            t1, w1 = time.perf_counter_ns(), time.time_ns()
-            rtt = t1 - t0
-            if best is None or rtt < best[0]:
-                best = (rtt, (t0 + t1) // 2 - mono, wall - (w0 + w1) // 2, rtt // 2)
-        assert best is not None
-        return best[1], best[2], best[3]
+            samples.append(ClockSample(t0, w0, mono, wall, time.perf_counter_ns(),
+                                       time.time_ns()))
+        return clock_offset(samples)
 
     def poll(self, timeout: float) -> list[tuple[int, Message]]:
         time.sleep(timeout)

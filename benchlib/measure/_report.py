@@ -45,6 +45,8 @@ def _timing_lines(timing: Mapping[str, Any]) -> list[str]:
     lines.append(_row("Exact TTFTs:", None if exact is None else f"{exact:.1%}"))
     lines.append(_row("P99 TTFT uncertainty (ms):", timing.get("p99_ttft_uncertainty_ms")))
     lines.append(_row("P99 read lag (ms):", timing.get("p99_read_lag_ms")))
+    if timing.get("max_release_lag_ms") is not None:
+        lines.append(_row("Max release lag (ms):", timing["max_release_lag_ms"]))
     if timing.get("coalesced_gaps"):
         lines.append(_row("Gaps within one read (not ITL):", timing["coalesced_gaps"]))
     if timing.get("clock_stepped_requests"):
@@ -72,9 +74,16 @@ def _worker_lines(workers: Mapping[str, Any]) -> list[str]:
         offset = (f", clock {w['clock_offset_ms']:+.3f} ± "
                   f"{w['clock_offset_uncertainty_ms']:.3f} ms" if workers["backend"] == "ray"
                   else "")
+        start = w.get("start_lag_ms")
         lines.append(f"  worker {w['worker']} ({w['host']}): {w['requests']} requests, p99 read "
                      f"lag {'n/a' if lag is None else f'{lag:.2f}'} ms, exact TTFTs "
-                     f"{'n/a' if exact is None else f'{exact:.1%}'}{offset}")
+                     f"{'n/a' if exact is None else f'{exact:.1%}'}"
+                     f"{'' if start is None else f', started +{start:.2f} ms'}{offset}")
+    if workers.get("late_start_workers"):
+        lines.append(f"WARNING: workers {workers['late_start_workers']} started more than "
+                     f"{workers['late_start_limit_ms']:g} ms after the common start: their "
+                     "arrivals are shifted against the others' (a slow start message or a busy "
+                     "host); see each worker's start_lag_ms.")
     if workers["client_bound_workers"]:
         lines.append(f"WARNING: workers {workers['client_bound_workers']} read late "
                      "(client-bound): give the run more workers or hosts.")

@@ -123,6 +123,10 @@ class RequestOutcome:
     #: when the load generator released it (its scheduled send); the wait until
     #: ``start_ns`` is client-side queueing (a concurrency slot, a connection)
     release_ns: int | None = None
+    #: when the seeded schedule had it due (the load's start + its arrival offset): a release
+    #: after this (a start that reached a worker late, a busy event loop) shifts the arrival
+    #: pattern the server saw
+    due_ns: int | None = None
     #: the last ``timings`` object the server put in an event (llama.cpp's ``prompt_n``,
     #: ``predicted_n``, ``draft_n``, ``draft_n_accepted`` …): its own count of the work
     server_timings: dict[str, float] | None = None
@@ -131,6 +135,13 @@ class RequestOutcome:
     def generated(self) -> str:
         """Everything generated, in arrival order (reasoning, content and tool-call text)."""
         return "".join(self.chunk_texts)
+
+    @property
+    def release_lag_ns(self) -> int | None:
+        """How late the client released it against its schedule (``None``: not scheduled)."""
+        if self.release_ns is None or self.due_ns is None:
+            return None
+        return max(0, self.release_ns - self.due_ns)
 
     @property
     def queue_ns(self) -> int:

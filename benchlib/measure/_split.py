@@ -29,13 +29,18 @@ from benchlib.measure._timing import Timing
 if TYPE_CHECKING:
     from benchlib.measure._config import MeasureConfig
 
-__all__ = ["STREAMS_PER_WORKER", "Shard", "WorkerReport", "WorkerSplit", "WorkersInfo",
-           "auto_workers", "cpu_count", "partition", "plan_workers"]
+__all__ = ["LATE_START_MS", "STREAMS_PER_WORKER", "Shard", "WorkerReport", "WorkerSplit",
+           "WorkersInfo", "auto_workers", "cpu_count", "partition", "plan_workers"]
 
 #: streams one client process reads with a p99 TTFT error within 2 ms of the wire truth:
 #: ``python benchmarks/workers_scaling.py`` on the 2-core CI machine kind (first chunk 80 ms,
 #: a 3-token chunk every 10 ms): +0.01 ms at 64 and 128 streams, +3.4 to +3.6 ms at 256
 STREAMS_PER_WORKER = 128
+
+#: a worker whose first request went out later than this after the common start sent its
+#: share shifted against the others' (the start reached it late, or its loop was busy); the
+#: event loop's own timer wakes within about a millisecond on a loaded host
+LATE_START_MS = 5.0
 
 
 def cpu_count() -> int:
@@ -109,6 +114,10 @@ class WorkerReport(BaseModel):
         description="half the shortest round trip of that measurement: run-level times "
                     "(duration, throughput) are this uncertain; per-request times (TTFT, TPOT, "
                     "ITL, E2EL) are each taken on one host and need no sync")
+    start_lag_ms: float | None = Field(
+        None, description="how late its first request was released after the common start "
+                          "instant (null: it sent none); above late_start_limit_ms its "
+                          "arrivals are shifted against the other workers'")
     timing: Timing = Field(description="the timing self-check over its requests alone")
 
 
@@ -127,6 +136,12 @@ class WorkersInfo(BaseModel):
     client_bound_workers: list[int] = Field(
         description="workers whose own reads lagged (their timing.client_bound): add workers "
                     "or hosts")
+    late_start_workers: list[int] = Field(
+        default_factory=list,
+        description="workers whose first request went out more than late_start_limit_ms "
+                    "after the common start: the start reached them late or their loop was "
+                    "busy, so the schedule the server saw is not the seeded one")
+    late_start_limit_ms: float = Field(LATE_START_MS, description="that limit")
     workers: list[WorkerReport] = Field(description="each worker's share and timing")
 
 

@@ -143,16 +143,25 @@ class Timing(BaseModel):
     clock_stepped_requests: int = Field(
         description="requests, failed ones too, during which a realtime clock step was caught "
                     "(timed from read times instead)")
+    p99_release_lag_ms: float | None = Field(
+        None, description="99th percentile of release − due instant over every scheduled "
+                          "request: how late the client released requests against the seeded "
+                          "arrival schedule (a busy event loop, a late start); the arrival "
+                          "pattern the server saw differs by this much. Does not touch TTFT, "
+                          "which starts at the send")
+    max_release_lag_ms: float | None = Field(None, description="largest such lag")
 
 
 def timing_summary(ttft_bounds: Sequence[tuple[int, int, bool]], clocks: Sequence[ClockKind],
                    stepped: int, read_lags_ns: Sequence[int], reads: int, stamped_reads: int,
-                   coalesced_gaps: int) -> Timing:
+                   coalesced_gaps: int, release_lags_ns: Sequence[int] = ()) -> Timing:
     """The run's ``timing`` block.
 
     ``ttft_bounds`` holds ``(upper_ns, lower_ns, exact)`` of each successful request's first
-    text event; ``clocks`` the clock each successful request was timed with.
+    text event; ``clocks`` the clock each successful request was timed with;
+    ``release_lags_ns`` how late each scheduled request was released.
     """
+    release_ms = [g / _MS for g in release_lags_ns]
     kinds = set(clocks)
     clock: Literal["kernel", "userspace", "mixed", "none"] = (
         "mixed" if len(kinds) > 1 else (kinds.pop() if kinds else "none"))
@@ -173,4 +182,6 @@ def timing_summary(ttft_bounds: Sequence[tuple[int, int, bool]], clocks: Sequenc
         client_lag_limit_ms=CLIENT_LAG_MS,
         coalesced_gaps=coalesced_gaps,
         clock_stepped_requests=stepped,
+        p99_release_lag_ms=_pct(release_ms, 99),
+        max_release_lag_ms=max(release_ms) if release_ms else None,
     )

@@ -87,6 +87,8 @@ def shift(o: RequestOutcome, delta_ns: int) -> RequestOutcome:
         o.end_ns += delta_ns if o.end_ns else 0
         if o.release_ns is not None:
             o.release_ns += delta_ns
+        if o.due_ns is not None:
+            o.due_ns += delta_ns
         o.chunk_times_ns = [t + delta_ns for t in o.chunk_times_ns]
     return o
 

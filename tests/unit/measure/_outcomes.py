@@ -58,6 +58,8 @@ def sample_run() -> tuple[list[RequestOutcome], list[list[float]]]:
     b.text, b.reads = "xxxx", 3
     c = outcome(2, 9, 0, [], 0, ok=False)
     c.http_status, c.release_ns, c.end_ns = 500, 3 * MS, 12 * MS
+    # due on the schedule: a released 0.5 ms late, b and c on time (d: never released)
+    a.due_ns, b.due_ns, c.due_ns = MS // 2, 2 * MS, 3 * MS
     d = outcome(3, 0, 0, [], 0, ok=False)
     d.start_ns, d.error = 0, "cannot connect to 127.0.0.1:9: Connection refused"
     counts = [[3.0] * 4, [1.0, 1.5, 1.5, 0.0], [], []]
