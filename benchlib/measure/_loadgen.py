@@ -256,6 +256,9 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
         begin_ns = time.perf_counter_ns()  # the reference's benchmark_start_time
         if schedule is not None:  # loop.time() and perf_counter_ns: both CLOCK_MONOTONIC
             begin_ns = schedule.start()
+            # waiting for the others' warmups can outlast a server's idle timeout: what
+            # would be stale within the first second is renewed in the start's lead
+            await pool.renew(begin_ns / 1e9 + 1.0)
             begin = loop.time() + (begin_ns - time.perf_counter_ns()) / 1e9
         tasks = []
         for i, offset in enumerate(offsets):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 from benchlib.measure._connection import StreamCapture
 from benchlib.measure._endpoint import Endpoint
-from benchlib.measure._pool import CLOSE_WINDOW_S, ConnectionPool
+from benchlib.measure._pool import CLOSE_WINDOW_S, MAX_IDLE_S, ConnectionPool
 
 BODY = json.dumps({"model": "scripted", "stream": True, "max_tokens": 2,
                    "messages": [{"role": "user", "content": "hi"}]}).encode()
@@ -139,3 +140,25 @@ def test_without_warmups_the_race_costs_at_most_one_request_and_is_recorded(
     failed = [c.error for c in captures if c.error]
     assert len(failed) <= 1 and all("before responding" in e for e in failed), failed
     assert all(c.status == 200 for c in captures[2:])
+
+
+def test_connections_that_would_be_stale_at_the_start_are_renewed_before_it(
+        scripted: Callable[..., Any]) -> None:
+    """A worker that waited for the others' warmups starts on fresh connections."""
+    server = scripted("--ttft-ms", "1", "--itl-ms", "1")
+
+    async def go() -> None:
+        pool = ConnectionPool(Endpoint.parse(server.url), 3, 5.0)
+        await pool.open()
+        first = list(pool._idle)
+        now = time.perf_counter()
+        assert await pool.renew(now + 1.0) == 0  # all young: kept
+        first[0].idle_since = now - MAX_IDLE_S + 0.5  # stale within the next second
+        assert await pool.renew(now + 1.0) == 1
+        assert len(pool._idle) == 3 and first[0] not in pool._idle
+        assert first[1] in pool._idle and first[2] in pool._idle
+        capture, served = await _request(pool)  # a renewed connection carries a request
+        assert capture.status == 200 and not capture.error and served == 1
+        pool.close()
+
+    asyncio.run(go())

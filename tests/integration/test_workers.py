@@ -51,7 +51,7 @@ def test_two_workers_send_the_one_schedule(scripted: Callable[..., ScriptedServe
     assert all(w.timing.clock == "kernel" for w in info.workers)
     # each worker's first request left at the common start (a 100 ms lead covers the start
     # message), and the release lag against the schedule is measured
-    assert all(w.start_lag_ms is not None and w.start_lag_ms < 25 for w in info.workers)
+    assert all(w.start_lag_ms is not None and w.start_lag_ms < 50 for w in info.workers)
     assert result.timing.max_release_lag_ms is not None
     # one file, every request once
     records = read_requests(requests_path(out))
