@@ -26,6 +26,7 @@ from __future__ import annotations
 import http.client
 import math
 import re
+import ssl
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -196,10 +197,10 @@ def summarize_scrapes(scrapes: Sequence[Scrape], engine: MetricEngine, *, metric
 
 def metrics_url(base_url: str) -> str:
     """The ``/metrics`` beside an OpenAI base URL: ``http://h:p/v1`` → ``http://h:p/metrics``
-    (a path prefix before ``/v1`` is kept)."""
+    (a path prefix before ``/v1`` is kept; an ``https`` API has ``https`` metrics)."""
     ep = Endpoint.parse(base_url)
     prefix = ep.prefix[:-3] if ep.prefix.endswith("/v1") else ep.prefix
-    return f"http://{ep.host_header}{prefix}/metrics"
+    return f"{ep.scheme}://{ep.host_header}{prefix}/metrics"
 
 
 def line_filter(table: Mapping[str, MetricSource]) -> re.Pattern[bytes]:
@@ -223,12 +224,14 @@ class MetricsSampler:
 
     ``base_url``: the server's OpenAI base URL (``metrics_path`` overrides where the metrics
     are); ``engine``: whose names to read; ``api_key``: sent as a bearer token, as the
-    measurement sends it.
+    measurement sends it; ``ssl_context``: how to trust an ``https`` server (default: the
+    system's CAs, as :meth:`~benchlib.measure.Endpoint.tls_context` builds them).
     """
 
     def __init__(self, base_url: str, engine: MetricEngine, *, interval_s: float = 0.5,
                  timeout_s: float = 2.0, metrics_path: str | None = None,
-                 api_key: str | None = None) -> None:
+                 api_key: str | None = None, ssl_context: ssl.SSLContext | None = None
+                 ) -> None:
         if interval_s <= 0:
             raise ValueError("interval_s must be > 0")
         self.engine = engine
@@ -238,7 +241,8 @@ class MetricsSampler:
         self._host, self._port = ep.host, ep.port
         self._path = metrics_path or self.url.split(ep.host_header, 1)[1]
         if metrics_path is not None:
-            self.url = f"http://{ep.host_header}{metrics_path}"
+            self.url = f"{ep.scheme}://{ep.host_header}{metrics_path}"
+        self._context = (ssl_context or ep.tls_context()) if ep.tls else None
         self._timeout = timeout_s
         self._headers = {"accept": "text/plain", "user-agent": "benchlib"}
         if api_key:
@@ -251,6 +255,12 @@ class MetricsSampler:
         self._t0 = 0.0
         self._t0_perf = 0.0
         self.result: ServerMetrics | None = None
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._context is not None:
+            return http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout,
+                                               context=self._context)
+        return http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
 
     def _get(self, conn: http.client.HTTPConnection) -> str:
         """One GET of the metrics on ``conn``: the kept lines, or raises what went wrong."""
@@ -265,7 +275,7 @@ class MetricsSampler:
     def _scrape(self, phase: ScrapePhase, conn: http.client.HTTPConnection | None = None
                 ) -> None:
         own = conn is None
-        c = conn or http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+        c = conn or self._connection()
         t = time.monotonic() - self._t0
         try:
             scrape = Scrape(t, phase, self._get(c))
@@ -283,7 +293,7 @@ class MetricsSampler:
             self._scrapes.append(scrape)
 
     def _run(self) -> None:
-        conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+        conn = self._connection()
         try:
             tick = 1
             while True:

@@ -30,6 +30,7 @@ import http.client
 import itertools
 import math
 import re
+import ssl
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -161,15 +162,17 @@ def read_cache_config(metrics_text: str) -> dict[str, str]:
     return {}
 
 
-def scrape_cache_config(base_url: str, api_key: str | None = None,
-                        timeout_s: float = 5.0) -> tuple[dict[str, str], str | None]:
+def scrape_cache_config(base_url: str, api_key: str | None = None, timeout_s: float = 5.0,
+                        context: ssl.SSLContext | None = None
+                        ) -> tuple[dict[str, str], str | None]:
     """One GET of the engine's ``/metrics``: :func:`read_cache_config`'s labels, and what
-    went wrong (None: nothing) — a failed scrape is said, never raised."""
+    went wrong (None: nothing) — a failed scrape is said, never raised. ``context``: how to
+    trust an ``https`` engine."""
     url = metrics_url(base_url)
     request = urllib.request.Request(url, headers={"accept": "text/plain"} | (
         {"authorization": f"Bearer {api_key}"} if api_key else {}))
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as resp:
+        with urllib.request.urlopen(request, timeout=timeout_s, context=context) as resp:
             text = resp.read().decode("utf-8", "replace")
     except (OSError, http.client.HTTPException, urllib.error.URLError) as exc:
         return {}, f"cannot read {url}: {type(exc).__name__}: {exc}"

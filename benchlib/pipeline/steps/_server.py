@@ -19,6 +19,7 @@ from benchlib.measure import (
     requests_path,
     spec_decode_report,
 )
+from benchlib.pipeline._standalone import url_context
 from benchlib.recipe import Recipe, Scenario
 
 __all__ = ["sampler_for", "server_json", "server_side"]
@@ -32,7 +33,7 @@ def sampler_for(recipe: Recipe, base_url: str, api_key: str | None) -> MetricsSa
     if recipe.engine.kind not in _SAMPLED:
         return None
     sampler = MetricsSampler(base_url, cast(MetricEngine, recipe.engine.kind),
-                             api_key=api_key)
+                             api_key=api_key, ssl_context=url_context(recipe, base_url))
     sampler.start()
     return sampler
 

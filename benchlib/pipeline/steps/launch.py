@@ -90,7 +90,7 @@ def launch_summary(recipe: Recipe, *, base_url: str = "", engine_log: str = "",
             recipe.checks.thinking or recipe.checks.tool_call)
         checks = run_checks(url, recipe.model.served_model_name, recipe.checks,
                             api_key=api_key, verify=context or True) if wanted else []
-        cache_config, scrape_error = scrape_cache_config(url, api_key) \
+        cache_config, scrape_error = scrape_cache_config(url, api_key, context=context) \
             if recipe.engine.kind == "vllm" else ({}, None)
     vs_plan = compare_engine_to_plan(recipe, Path(model_path) if model_path else None,
                                      facts.as_dict(), log_text=text, cache_config=cache_config)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.server
 import re
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +22,9 @@ from benchlib.measure import (
     ServerMetrics,
     metrics_url,
 )
+from benchlib.measure._endpoint import Endpoint
 from benchlib.measure._sampler import Scrape, line_filter, read_scrape, summarize_scrapes
+from tests._tls_files import TlsFiles
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "metrics"
 VLLM = (DATA / "vllm-0.32-ngram.txt").read_text()
@@ -199,40 +202,57 @@ def test_metrics_url_sits_beside_the_api() -> None:
     assert metrics_url("http://127.0.0.1:8000") == "http://127.0.0.1:8000/metrics"
     assert metrics_url("http://h:1/v1") == "http://h:1/metrics"
     assert metrics_url("http://h:1/proxy/v1") == "http://h:1/proxy/metrics"
+    assert metrics_url("https://api.example.com/v1") == "https://api.example.com/metrics"
+
+
+class _Metrics:
+    """A local /metrics (plain or TLS) whose generation counter grows by 10 per scrape;
+    ``status`` makes it answer otherwise; the scrape times are recorded."""
+
+    def __init__(self, tls: TlsFiles | None = None) -> None:
+        self.status, self.n = 200, 0
+        self.times: list[float] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                outer.times.append(time.monotonic())
+                outer.n += 1
+                body = _bump(VLLM, "vllm:generation_tokens_total", 10 * outer.n).encode()
+                if self.path != "/metrics" or outer.status != 200:
+                    body = b"not here"
+                self.send_response(outer.status if self.path == "/metrics" else 404)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if tls is not None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(tls.cert, tls.key)
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+        scheme = "https" if tls is not None else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_port}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 @pytest.fixture
 def metrics_server() -> Iterator[tuple[str, Callable[[int], None], list[float]]]:
-    """A local /metrics whose generation counter grows by 10 per scrape; ``set_status`` makes
-    it answer otherwise; the scrape times are recorded."""
-    state = {"n": 0, "status": 200}
-    times: list[float] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            times.append(time.monotonic())
-            state["n"] += 1
-            body = _bump(VLLM, "vllm:generation_tokens_total", 10 * state["n"]).encode()
-            if self.path != "/metrics" or state["status"] != 200:
-                body = b"not here"
-            self.send_response(state["status"] if self.path == "/metrics" else 404)
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    """A plain-HTTP :class:`_Metrics`: its URL, a status setter and the scrape times."""
+    served = _Metrics()
 
     def set_status(status: int) -> None:
-        state["status"] = status
+        served.status = status
 
-    yield f"http://127.0.0.1:{server.server_port}/v1", set_status, times
-    server.shutdown()
-    server.server_close()
+    yield served.url, set_status, served.times
+    served.close()
 
 
 def test_the_sampler_scrapes_before_during_and_after(
@@ -263,3 +283,23 @@ def test_a_failing_server_is_a_fault_not_an_exception(
     nobody.start()
     gone = nobody.stop()
     assert gone.scrapes == 0 and "Connection refused" in gone.faults[0].error
+
+
+def test_an_https_engine_is_scraped_over_tls_with_the_given_trust(tls_files: TlsFiles) -> None:
+    """An engine behind TLS: the sampler trusts the recipe's CA bundle; without it every
+    scrape is a recorded fault naming the certificate, never an exception."""
+    served = _Metrics(tls_files)
+    try:
+        trust = Endpoint.parse(served.url, ca_bundle=tls_files.cert).tls_context()
+        with MetricsSampler(served.url, "vllm", interval_s=0.05, ssl_context=trust) as sampler:
+            time.sleep(0.2)
+        m = sampler.result
+        assert m is not None and m.metrics_url.startswith("https://")
+        assert m.failed_scrapes == 0 and m.scrapes == len(served.times) >= 3
+        assert m.counters.generation_tokens == 10 * (len(served.times) - 1)
+        untrusted = MetricsSampler(served.url, "vllm", interval_s=0.05)
+        untrusted.start()
+        gone = untrusted.stop()
+        assert gone.scrapes == 0 and "CERTIFICATE_VERIFY_FAILED" in gone.faults[0].error
+    finally:
+        served.close()
