@@ -47,6 +47,28 @@ class EngineError(BenchlibError):
         super().__init__(text)
 
 
+def _signal_name(code: int) -> str:
+    """`` (SIGSEGV)`` for an exit code that is a signal, else nothing."""
+    try:
+        return f" ({signal.Signals(-code).name})" if code < 0 else ""
+    except ValueError:
+        return ""
+
+
+def _crash_hints(argv: Sequence[str], code: int) -> list[str]:
+    """What an engine's crash before readiness is known to mean, for the command that
+    crashed (a crash leaves no line in the log for :func:`parse_engine_log` to read)."""
+    hints = []
+    name = Path(argv[0]).name if argv else ""
+    if (code == -signal.SIGSEGV and name.startswith("llama-server")
+            and ("--spec-draft-model" in argv or "-md" in argv)
+            and not {"-nr", "--no-repack"} & set(argv)):
+        hints.append("llama.cpp (b11312) with a draft model dies of SIGSEGV at start on a CPU "
+                     "with AMX when it repacks the weights for the CPU's extra buffer types: "
+                     "add -nr (--no-repack) to engine.args")
+    return hints
+
+
 def _pump(source: int, log_path: Path, secrets: SecretFilter) -> None:
     """Copy the engine's output from the pipe ``source`` to ``log_path`` through ``secrets``
     until every writer has closed the pipe."""
@@ -116,7 +138,7 @@ class EngineProcess:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
-    def _error(self, message: str) -> EngineError:
+    def _error(self, message: str, more_hints: Sequence[str] = ()) -> EngineError:
         if self.proc is not None and self.proc.poll() is not None:
             self.wait_log(timeout=2.0)
         try:
@@ -124,6 +146,7 @@ class EngineProcess:
         except OSError:
             text = ""
         hints = [f"{f.name}: {f.hint}" for f in parse_engine_log(text).failures]
+        hints += more_hints
         return EngineError(f"{message} (log: {self.log_path})", self.log_tail(), hints)
 
     def wait_ready(self) -> float:
@@ -132,7 +155,8 @@ class EngineProcess:
         while True:
             code = self.proc.poll()
             if code is not None:
-                raise self._error(f"engine exited with code {code} before it was ready")
+                raise self._error(f"engine exited with code {code}{_signal_name(code)} "
+                                  "before it was ready", _crash_hints(self.argv, code))
             if http_ok(self.ready_url, api_key=self.api_key):
                 self.startup_s = time.perf_counter() - self._t0
                 return self.startup_s

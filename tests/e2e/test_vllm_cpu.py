@@ -1,10 +1,14 @@
-"""The embedded engine for real: vLLM's CPU build serving the tiny model, measured by benchlib
-and by ``vllm bench serve`` on the same random dataset."""
+"""The embedded engine for real: vLLM's CPU build serving the tiny model (one start for the
+module), measured by benchlib and by ``vllm bench serve`` on the same prompts, checked through
+the openai SDK, and scored by lm-eval through the pipeline."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +17,7 @@ import pytest
 
 from benchlib.engines import EngineProcess, plan_launch
 from benchlib.measure import MeasureConfig, measure
+from benchlib.pipeline import read_sidecar
 from benchlib.recipe import EngineSpec, ModelSpec
 from benchmarks._peers import run_vllm_bench
 
@@ -143,28 +148,47 @@ def test_functional_checks_and_the_sdk_view_on_the_real_engine(engine: EnginePro
     assert view.median_ttft_ms and view.median_tpot_ms and view.ttft_overhead_ms is not None
 
 
-def test_gsm8k_through_lm_eval_on_the_real_engine(engine: EngineProcess,
+def test_gsm8k_in_the_pipeline_on_the_real_engine(engine: EngineProcess, tiny_model: Path,
                                                   tmp_path: Path) -> None:
-    """A tiny GSM8K run: lm-eval's task on the sample's local files against the engine's
-    /v1/completions; the random weights score 0, and the result says the sample is a smoke
-    test."""
-    from benchlib.accuracy import run_gsm8k
-    from benchlib.recipe import AccuracySpec
-
+    """The recipe's accuracy in the pipeline, for real: a recipe whose engine is this one (an
+    ``endpoint``: no second start), one short scenario, then lm-eval's GSM8K on the sample's
+    local files (three items, 2-shot) inside 03_measure. The random weights score 0, and the
+    result says the sample is a smoke test; the score lands in the results, the sidecar and
+    the report, lm-eval's per-item log beside them."""
     python = Path(os.environ.get("BENCHLIB_LM_EVAL_PYTHON",
                                  REPO / ".engines" / "lm-eval" / "bin" / "python"))
     if not python.exists():
         if os.environ.get("BENCHLIB_LM_EVAL_PYTHON"):
             pytest.fail(f"lm-eval python {python} is missing (make lm-eval)")
         pytest.skip("no lm-eval environment; run `make lm-eval`")
-    spec = AccuracySpec(data_dir=REPO / "params" / "data" / "gsm8k", limit=3, num_fewshot=2,
-                        max_gen_toks=48, python=python)
     base_url = engine.ready_url.rsplit("/v1/", 1)[0]
-    result = run_gsm8k(spec, base_url, "tiny-llama", tmp_path)
-    assert result.n == 3 and result.num_fewshot == 2 and result.lm_eval_version
-    assert result.strict_match is not None and result.flexible_extract is not None
-    assert result.caveat and "smoke test" in result.caveat
-    assert result.samples is not None  # one line per item and filter (strict, flexible)
-    logged = (tmp_path / result.samples).read_text().splitlines()
+    recipe = tmp_path / "acc.yaml"
+    recipe.write_text(f"""\
+name: acc
+model: {{id: tiny-llama, local_path: "{tiny_model}"}}
+engine: {{kind: endpoint, base_url: "{base_url}"}}
+steps: [02_launch, 03_measure]
+scenarios:
+  - {{name: chat, endpoint: completions, input_len: 32, output_len: 8, concurrencies: [1],
+      num_prompts: 2}}
+accuracy:
+  data_dir: params/data/gsm8k
+  limit: 3
+  num_fewshot: 2
+  max_gen_toks: 48
+  python: "{python}"
+""")
+    proc = subprocess.run([sys.executable, "-m", "benchlib", "run", str(recipe), "--outputs",
+                           str(tmp_path / "out")], capture_output=True, text=True, cwd=REPO,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    run = tmp_path / "out" / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "acc"
+    acc = read_sidecar(run / "03_measure.json").results["accuracy/gsm8k"]
+    assert acc["n"] == 3 and acc["num_fewshot"] == 2 and acc["lm_eval_version"]
+    assert acc["strict_match"] is not None and acc["flexible_extract"] is not None
+    assert "smoke test" in acc["caveat"]
+    # one line per item and filter (strict, flexible)
+    logged = (run / acc["samples"]).read_text().splitlines()
     assert {json.loads(line)["doc_id"] for line in logged} == {0, 1, 2}
-    assert (tmp_path / "accuracy" / "tasks" / "gsm8k_local.yaml").is_file()
+    assert list(run.rglob("gsm8k_local.yaml")), "lm-eval's task file is kept"
+    assert "Accuracy (lm-eval)" in (run / "report.html").read_text()

@@ -54,9 +54,11 @@ class Served:
 
 @contextmanager
 def _engine(tmp_path: Path, speculative: Speculative) -> Iterator[tuple[EngineProcess, str]]:
-    """llama-server on the F16 target, started the way ``02_launch`` starts it."""
+    """llama-server on the F16 target, started the way ``02_launch`` starts it (``-nr``: no
+    weight repacking, as the demo recipe says why: with a draft model b11312 dies of SIGSEGV
+    at start on an AMX CPU when it repacks)."""
     engine = EngineSpec(kind="llamacpp", executable=SERVER, max_model_len=CTX,
-                        ready_timeout_s=180, args=["-np", str(SLOTS)],
+                        ready_timeout_s=180, args=["-np", str(SLOTS), "-nr"],
                         speculative=speculative)
     model = ModelSpec(id="tiny-llama", format="gguf", local_path=TARGET)
     plan = plan_launch(engine, model, TARGET)

@@ -61,3 +61,31 @@ def test_exit_error_carries_a_clean_tail(tmp_path: Path) -> None:
     assert "exited with code 3" in str(info.value) and SECRET not in str(info.value)
     assert "again *** done" in info.value.log_tail
     assert SECRET.encode() not in log.read_bytes()
+
+
+def test_a_crash_before_readiness_names_the_signal(tmp_path: Path) -> None:
+    engine = EngineProcess([sys.executable, "-c", "import os, signal; print('loading'); "
+                            "os.kill(os.getpid(), signal.SIGSEGV)"],
+                           log_path=tmp_path / "engine.log", ready_url="http://127.0.0.1:9/x")
+    engine.start()
+    try:
+        with pytest.raises(EngineError, match=r"exited with code -11 \(SIGSEGV\) before it was "
+                                              "ready") as caught:
+            engine.wait_ready()
+    finally:
+        engine.stop()
+    assert caught.value.hints == []  # not a llama-server: nothing known to say
+
+
+@pytest.mark.parametrize(("argv", "hinted"), [
+    (["/x/llama-server", "-m", "t.gguf", "--spec-draft-model", "d.gguf"], True),
+    (["/x/llama-server", "-m", "t.gguf", "-md", "d.gguf", "-nr"], False),  # already off
+    (["/x/llama-server", "-m", "t.gguf"], False),  # no draft
+])
+def test_llama_cpp_with_a_draft_crashing_at_start_is_told_about_repacking(
+        argv: list[str], hinted: bool) -> None:
+    from benchlib.engines._process import _crash_hints
+
+    hints = _crash_hints(argv, -11)
+    assert bool(hints) is hinted and all("-nr (--no-repack)" in h for h in hints)
+    assert _crash_hints(argv, 1) == []  # an exit, not a crash
