@@ -115,7 +115,12 @@ def check_demo_run(run: Path) -> None:
     assert compare.status == "ok"
     rows = compare.results["variants"]
     assert len(rows) == 4 * 5 and (run / "variants.png").stat().st_size > 10_000
-    assert all(r["speedup"] for r in rows if r["variant"].endswith(("ngram", "draft")))
+    # every speculating row has its speedup, or says why not: on two cores vLLM's engine
+    # process spins on the client's core, and a scenario whose streams then arrive in one
+    # read has no TPOT to make a ratio of (the timing caveats say which side)
+    spec_rows = [r for r in rows if r["variant"].endswith(("ngram", "draft"))]
+    assert all(r["speedup"] or "no speedup: " in r["caveats"] for r in spec_rows), spec_rows
+    assert sum(bool(r["speedup"]) for r in spec_rows) >= len(spec_rows) // 2, spec_rows
     assert all("engine:" in r["caveats"] for r in rows)
 
 

@@ -97,14 +97,42 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
                 "caveats": "; ".join([*notes.get(name, []), *timing_caveats(row)])})
     table = pd.DataFrame(rows, columns=VARIANT_COLUMNS)
     for i, row in table.iterrows():
-        if not row["speedup_over"]:
+        if not isinstance(row["speedup_over"], str):  # no baseline (None: NaN in the frame)
             continue
         base = table[(table["variant"] == row["speedup_over"])
                      & (table["scenario"] == row["scenario"])
                      & (table["concurrency"] == row["concurrency"])]
-        if not base.empty and base.iloc[0]["per_user_tok_s"] and row["per_user_tok_s"]:
-            table.at[i, "speedup"] = row["per_user_tok_s"] / base.iloc[0]["per_user_tok_s"]
+        mine, theirs = _speed(row), None if base.empty else _speed(base.iloc[0])
+        if mine and theirs:
+            table.at[i, "speedup"] = mine / theirs
+        else:
+            table.at[i, "caveats"] = "; ".join(filter(None, [row["caveats"], _no_speedup(
+                row, None if base.empty else base.iloc[0])]))
     return table
+
+
+def _no_speedup(row: Any, base: Any) -> str:
+    """Why a speculating row has no speedup: no baseline row, or a per-user tok/s (from the
+    median TPOT) that was not measured on one side — a TPOT of streams that arrived in one
+    read is no speed, and no ratio is made of it."""
+    if base is None:
+        return f"no speedup: {row['speedup_over']} has no row at this scenario and concurrency"
+    sides = [f"{name} ({why or 'no TPOT'})" for name, r, why in (
+        (row["variant"], row, _timing_of(row["caveats"])),
+        (base["variant"], base, _timing_of(base["caveats"]))) if not _speed(r)]
+    return f"no speedup: per-user tok/s not measured for {' and '.join(sides)}"
+
+
+def _speed(row: Any) -> float | None:
+    """A row's per-user tok/s, or None where it is missing (None, NaN) or 0."""
+    value = row["per_user_tok_s"]
+    return float(value) if value is not None and value == value and value else None
+
+
+def _timing_of(caveats: Any) -> str:
+    """The timing caveats among a row's caveats (``timing_caveats``' words)."""
+    parts = str(caveats or "").split("; ")
+    return "; ".join(p for p in parts if "bursts" in p or p.startswith("client_bound"))
 
 
 def variants_figure(table: pd.DataFrame, save_to: str | Path = "") -> Chart | None:

@@ -67,3 +67,24 @@ def test_a_row_whose_streams_came_in_bursts_says_its_times_are_bounds() -> None:
     assert notes[0] == "2 of 2 streams arrived in bursts (TTFT, TPOT are bounds)"
     assert notes[1].startswith("client_bound")
     assert timing_caveats({"buffered_streams": None, "client_bound": None}) == []
+
+
+def test_a_speedup_that_cannot_be_made_says_why() -> None:
+    """A speculating row whose own or whose baseline's TPOT was not measured (every chunk of
+    the streams in one read: TPOT 0, per-user tok/s none) gets no ratio, and says which side
+    and why."""
+    from benchlib.pipeline.steps._variants import _no_speedup, _speed
+
+    bursts = "engine: vllm; 3 of 4 streams arrived in bursts (TTFT, TPOT are bounds)"
+    spec = {"variant": "ngram", "speedup_over": "nospec", "per_user_tok_s": 700.0,
+            "caveats": "engine: vllm"}
+    base = {"variant": "nospec", "per_user_tok_s": float("nan"), "caveats": bursts}
+    assert _speed(spec) == 700.0 and _speed(base) is None
+    assert _speed({"per_user_tok_s": 0.0}) is None and _speed({"per_user_tok_s": None}) is None
+    assert _no_speedup(spec, base) == ("no speedup: per-user tok/s not measured for nospec "
+                                       "(3 of 4 streams arrived in bursts (TTFT, TPOT are "
+                                       "bounds))")
+    both = _no_speedup({**spec, "per_user_tok_s": None, "caveats": "client_bound (x)"}, base)
+    assert "ngram (client_bound (x)) and nospec (3 of 4" in both
+    assert _no_speedup(spec, None) == ("no speedup: nospec has no row at this scenario and "
+                                       "concurrency")
