@@ -1,6 +1,7 @@
 """Launching real engines: command lines from recipes, their flags checked against the
 engine's own parser before anything starts, own process group, readiness (health, then one
-real token), log facts and known failures, guaranteed teardown. A multi-node engine's
+real token), log facts and known failures, the priority of busy-polling engine processes
+(``engine.nice``), guaranteed teardown. A multi-node engine's
 commands are planned node by node (:func:`plan_cluster`) but never started by the kit
 (:func:`refuse_multi_node`).
 
@@ -24,6 +25,7 @@ from benchlib.engines._flags import (
 )
 from benchlib.engines._flagsets import FlagSet, engine_flag_set
 from benchlib.engines._logparse import EngineLogFacts, KnownFailure, parse_engine_log
+from benchlib.engines._priority import lower_priority
 from benchlib.engines._process import EngineError, EngineProcess
 from benchlib.engines._ready import first_token, http_ok
 
@@ -44,6 +46,7 @@ __all__ = [
     "first_token",
     "free_port",
     "http_ok",
+    "lower_priority",
     "parallel_args",
     "parse_engine_log",
     "plan_cluster",

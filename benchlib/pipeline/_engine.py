@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from benchlib._secrets import env_secret
-from benchlib.engines import EngineError, EngineProcess, LaunchPlan, parse_engine_log, plan_launch
+from benchlib.engines import (
+    EngineError,
+    EngineProcess,
+    LaunchPlan,
+    lower_priority,
+    parse_engine_log,
+    plan_launch,
+)
 from benchlib.pipeline._declare import EngineFacts
 from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._paths import relative_text
@@ -33,6 +40,8 @@ class RunEngine:
         self.plan: LaunchPlan | None = None
         self.launch_error = ""
         self.stopped = False
+        #: engine.nice: threads reniced per process name
+        self.lowered: dict[str, int] = {}
 
     def start(self, model_path: Path | None) -> None:
         """Start the engine on ``model_path`` (else the model's id) and wait until it is
@@ -56,11 +65,23 @@ class RunEngine:
             self.log(f"engine process group {self.process.pgid}")
             startup = self.process.wait_ready()
             self.log(f"engine ready after {startup:.1f} s")
+            self._lower_priority()
         except EngineError as exc:
             self.launch_error = relative_text(str(exc).split("\n--- engine log", 1)[0],
                                               self.folder.path)
             self.log(f"engine failed: {self.launch_error}")
             self.process.stop()
+
+    def _lower_priority(self) -> None:
+        """``engine.nice``: lower the named processes' priority, and say what was done."""
+        nice = self.recipe.engine.nice
+        if not nice or self.process is None or self.process.pgid is None:
+            return
+        self.lowered = lower_priority(self.process.pgid, nice)
+        for name, threads in self.lowered.items():
+            self.log(f"{name}: {threads} threads at nice {nice[name]}" if threads else
+                     f"{name}: no such process in the engine's group; its priority is "
+                     "unchanged (engine.nice)")
 
     def stop(self) -> None:
         """Stop the engine's whole group, also when its leader already exited (workers can
@@ -89,7 +110,7 @@ class RunEngine:
                 self.process.log_path.read_text(errors="replace")).as_dict()
         return EngineRecord(command=self.plan.recorded_command if self.plan else None,
                             startup_s=self.process.startup_s if self.process else None,
-                            log_facts=facts)
+                            log_facts=facts, lowered=self.lowered)
 
     def exit_record(self) -> dict[str, Any] | None:
         """When the engine the runner started has exited (died under load): its code, the

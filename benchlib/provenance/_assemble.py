@@ -54,6 +54,9 @@ class EngineRecord(BaseModel):
     command: str | None = Field(None, description="as launched, secrets redacted")
     startup_s: float | None = Field(None, description="seconds from start to ready")
     log_facts: dict[str, Any] = Field(default_factory=dict, description="parsed engine log")
+    lowered: dict[str, int] = Field(
+        default_factory=dict, description="engine.nice: the threads of each named process "
+                                          "whose priority the kit lowered (0: none found)")
 
 
 def capture_environment(recipe: Recipe, kit: Path) -> RunEnvironment:

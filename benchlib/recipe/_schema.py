@@ -114,11 +114,18 @@ class EngineSpec(_Strict):
                                      description="speculative decoding; off by default")
     parallel: Parallel | None = Field(None, description="tp × pp and how nodes join "
                                       "(vLLM, SGLang); None: the engine's default, or args")
+    nice: dict[Annotated[str, Field(min_length=1)], Annotated[int, Field(ge=1, le=19)]] = Field(
+        default_factory=dict, description="engine processes by name (e.g. vLLM's "
+        "VLLM::EngineCore) whose every thread the kit lowers to this nice value once the "
+        "engine is ready: a busy-polling process then stops delaying the one that streams on "
+        "a machine with few cores (see benchlib/engines/_priority.py)")
 
     @model_validator(mode="after")
     def _endpoint_needs_url(self) -> EngineSpec:
         if self.kind == "endpoint" and not self.base_url:
             raise ValueError("engine.kind endpoint needs engine.base_url")
+        if self.kind == "endpoint" and self.nice:
+            raise ValueError("engine.nice: the kit starts no process for an endpoint")
         check_engine_parallel(self.kind, self.parallel)
         if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
             raise ValueError("engine.base_url must start with http:// or https://")

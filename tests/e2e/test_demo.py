@@ -70,6 +70,8 @@ def check_demo_run(run: Path) -> None:
         measure = read_sidecar(run / variant / "03_measure.json")
         prov = measure.provenance
         assert prov.engine.startup_s and prov.engine.command and prov.model.files_hash
+        if variant.startswith("vllm"):  # engine.nice: the engine core's threads reniced
+            assert prov.engine.lowered.get("VLLM::EngineCore", 0) > 0, prov.engine.lowered
         assert prov.hardware_mismatches == []
         assert len(measure.results) == 5
         for key, r in measure.results.items():

@@ -20,7 +20,7 @@ from typing import Literal
 
 import pytest
 
-from benchlib.engines import EngineProcess, plan_launch
+from benchlib.engines import EngineProcess, lower_priority, plan_launch
 from benchlib.measure import (
     ClientStreams,
     MeasureConfig,
@@ -59,6 +59,8 @@ def engine(tmp_path_factory: pytest.TempPathFactory
     server = EngineProcess(plan.resolved_argv(), env=plan.env, ready_url=plan.ready_url,
                            log_path=tmp_path_factory.mktemp("engine") / "vllm.log")
     with server:
+        assert server.pgid is not None  # the demo recipe's engine.nice (see params/demo.yaml)
+        assert lower_priority(server.pgid, {"VLLM::EngineCore": 10})["VLLM::EngineCore"]
         yield server, Path(model), plan.base_url
     assert server.proc is not None and server.proc.poll() is not None
 

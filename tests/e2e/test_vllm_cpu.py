@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from benchlib.engines import EngineProcess, plan_launch
+from benchlib.engines import EngineProcess, lower_priority, plan_launch
 from benchlib.measure import MeasureConfig, measure
 from benchlib.pipeline import read_sidecar
 from benchlib.recipe import EngineSpec, ModelSpec
@@ -48,6 +48,8 @@ def engine(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     server = EngineProcess(plan.resolved_argv(), env=plan.env, ready_url=plan.ready_url,
                            log_path=tmp_path_factory.mktemp("engine") / "vllm.log")
     with server:
+        assert server.pgid is not None  # the demo recipe's engine.nice (see params/demo.yaml)
+        assert lower_priority(server.pgid, {"VLLM::EngineCore": 10})["VLLM::EngineCore"]
         yield server
     assert server.proc is not None and server.proc.poll() is not None
 

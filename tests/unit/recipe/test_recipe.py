@@ -53,6 +53,8 @@ def test_demo_and_good_recipes_pass(tmp_path: Path) -> None:
     (GOOD.replace("kind: endpoint", "kind: endpoint, env: {HF_TOKEN: abc}"), "must not hold secrets"),
     (GOOD.replace("kind: endpoint", "kind: endpoint, args: [--api-key, sk-literal]"), "write --api-key ${NAME}"),
     (GOOD.replace("kind: endpoint", "kind: endpoint, args: [--api-key=sk-literal]"), "write --api-key=${NAME}"),
+    (GOOD.replace("kind: endpoint", "kind: endpoint, nice: {VLLM::EngineCore: 10}"), "engine.nice: the kit starts no process"),
+    (GOOD.replace("kind: endpoint,", "kind: vllm, nice: {VLLM::EngineCore: 25},"), "engine.nice.VLLM::EngineCore"),
     ("name: t\nmodel: [1, 2", "not valid YAML"),
     ("", "expected a mapping of keys, got empty"),
     ("- a\n- b\n", "expected a mapping of keys, got a list"),
