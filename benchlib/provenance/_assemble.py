@@ -115,7 +115,8 @@ def assemble_provenance(recipe: Recipe, env: RunEnvironment, engine: EngineRecor
             name=recipe.engine.kind,
             version=env.engine_version or engine.log_facts.get("version"),
             expected_version=recipe.engine.version, commit=recipe.engine.commit,
-            command=engine.command, startup_s=engine.startup_s, log_facts=engine.log_facts),
+            command=engine.command, startup_s=engine.startup_s, log_facts=engine.log_facts,
+            lowered=engine.lowered),
         model=ModelProvenance(
             id=recipe.model.id, revision=recipe.model.revision,
             resolved_revision=model.resolved_revision if model else None,

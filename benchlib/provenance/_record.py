@@ -35,6 +35,9 @@ class EngineProvenance(BaseModel):
     startup_s: float | None = Field(None, description="seconds from start to ready")
     log_facts: dict[str, Any] = Field(default_factory=dict,
                                       description="what the engine's log said (KV cache, …)")
+    lowered: dict[str, int] = Field(
+        default_factory=dict, description="engine.nice: the threads of each named process "
+                                          "whose priority the kit lowered (0: none found)")
 
 
 class ModelProvenance(BaseModel):
