@@ -74,6 +74,7 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
     notes = caveats(pairs, recipe.compare.differences)
     by_name = dict(pairs)
     rows: list[dict[str, Any]] = []
+    timing: list[str] = []  # per row: its timing caveats alone (a missing speedup's reason)
     for name, variant in pairs:
         folder = run.variant(name)
         launch = read_results(folder.results("02_launch"))
@@ -83,6 +84,7 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
         for _, row in table.iterrows():
             record = measured.get(f"{row['scenario']}/c{row['concurrency']}", {})
             spec = _server_spec(record)
+            timing.append("; ".join(timing_caveats(row)))
             rows.append({
                 **{k: row.get(k) for k in VARIANT_COLUMNS if k in table.columns},
                 "variant": name, "engine": f"{variant.engine.kind} "
@@ -94,7 +96,7 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
                 "spec_reconciled": spec.get("reconciled"),
                 "planned_kv_tokens": kv_tokens, "planned_max_concurrency": max_conc,
                 "speedup_over": _baseline(by_name, name),
-                "caveats": "; ".join([*notes.get(name, []), *timing_caveats(row)])})
+                "caveats": "; ".join(filter(None, [*notes.get(name, []), timing[-1]]))})
     table = pd.DataFrame(rows, columns=VARIANT_COLUMNS)
     for i, row in table.iterrows():
         if not isinstance(row["speedup_over"], str):  # no baseline (None: NaN in the frame)
@@ -102,24 +104,25 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
         base = table[(table["variant"] == row["speedup_over"])
                      & (table["scenario"] == row["scenario"])
                      & (table["concurrency"] == row["concurrency"])]
-        mine, theirs = _speed(row), None if base.empty else _speed(base.iloc[0])
+        b = None if base.empty else base.index[0]
+        mine, theirs = _speed(row), None if b is None else _speed(table.loc[b])
         if mine and theirs:
             table.at[i, "speedup"] = mine / theirs
         else:
-            table.at[i, "caveats"] = "; ".join(filter(None, [row["caveats"], _no_speedup(
-                row, None if base.empty else base.iloc[0])]))
+            why = _no_speedup(row, None if b is None else table.loc[b],
+                              (timing[i], "" if b is None else timing[b]))
+            table.at[i, "caveats"] = "; ".join(filter(None, [row["caveats"], why]))
     return table
 
 
-def _no_speedup(row: Any, base: Any) -> str:
+def _no_speedup(row: Any, base: Any, timing: tuple[str, str] = ("", "")) -> str:
     """Why a speculating row has no speedup: no baseline row, or a per-user tok/s (from the
     median TPOT) that was not measured on one side — a TPOT of streams that arrived in one
-    read is no speed, and no ratio is made of it."""
+    read is no speed, and no ratio is made of it. ``timing``: each side's timing caveats."""
     if base is None:
         return f"no speedup: {row['speedup_over']} has no row at this scenario and concurrency"
     sides = [f"{name} ({why or 'no TPOT'})" for name, r, why in (
-        (row["variant"], row, _timing_of(row["caveats"])),
-        (base["variant"], base, _timing_of(base["caveats"]))) if not _speed(r)]
+        (row["variant"], row, timing[0]), (base["variant"], base, timing[1])) if not _speed(r)]
     return f"no speedup: per-user tok/s not measured for {' and '.join(sides)}"
 
 
@@ -127,12 +130,6 @@ def _speed(row: Any) -> float | None:
     """A row's per-user tok/s, or None where it is missing (None, NaN) or 0."""
     value = row["per_user_tok_s"]
     return float(value) if value is not None and value == value and value else None
-
-
-def _timing_of(caveats: Any) -> str:
-    """The timing caveats among a row's caveats (``timing_caveats``' words)."""
-    parts = str(caveats or "").split("; ")
-    return "; ".join(p for p in parts if "bursts" in p or p.startswith("client_bound"))
 
 
 def variants_figure(table: pd.DataFrame, save_to: str | Path = "") -> Chart | None:

@@ -75,16 +75,17 @@ def test_a_speedup_that_cannot_be_made_says_why() -> None:
     and why."""
     from benchlib.pipeline.steps._variants import _no_speedup, _speed
 
-    bursts = "engine: vllm; 3 of 4 streams arrived in bursts (TTFT, TPOT are bounds)"
+    bursts = "3 of 4 streams arrived in bursts (TTFT, TPOT are bounds)"
     spec = {"variant": "ngram", "speedup_over": "nospec", "per_user_tok_s": 700.0,
             "caveats": "engine: vllm"}
-    base = {"variant": "nospec", "per_user_tok_s": float("nan"), "caveats": bursts}
+    base = {"variant": "nospec", "per_user_tok_s": float("nan"),
+            "caveats": f"engine: vllm; {bursts}"}
     assert _speed(spec) == 700.0 and _speed(base) is None
     assert _speed({"per_user_tok_s": 0.0}) is None and _speed({"per_user_tok_s": None}) is None
-    assert _no_speedup(spec, base) == ("no speedup: per-user tok/s not measured for nospec "
+    assert _no_speedup(spec, base, ("", bursts)) == ("no speedup: per-user tok/s not measured for nospec "
                                        "(3 of 4 streams arrived in bursts (TTFT, TPOT are "
                                        "bounds))")
-    both = _no_speedup({**spec, "per_user_tok_s": None, "caveats": "client_bound (x)"}, base)
+    both = _no_speedup({**spec, "per_user_tok_s": None}, base, ("client_bound (x)", bursts))
     assert "ngram (client_bound (x)) and nospec (3 of 4" in both
     assert _no_speedup(spec, None) == ("no speedup: nospec has no row at this scenario and "
                                        "concurrency")
