@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         EngineProcess,
         check_engine_args,
         lower_priority,
+        lowered_lines,
         parse_engine_log,
         plan_cluster,
         plan_launch,
@@ -106,9 +107,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"ready at {plan.base_url} after {engine.startup_s:.1f} s{kv}; "
                   "Ctrl-C stops it", flush=True)
             if recipe.engine.nice and engine.pgid is not None:
-                for name, threads in lower_priority(engine.pgid, recipe.engine.nice).items():
-                    print(f"{name}: {threads} threads at nice {recipe.engine.nice[name]}"
-                          if threads else f"{name}: no such process (engine.nice)", flush=True)
+                done = lower_priority(engine.pgid, recipe.engine.nice)
+                print("\n".join(lowered_lines(done, recipe.engine.nice)), flush=True)
             while engine.proc is not None and engine.proc.poll() is None:
                 time.sleep(1)
             code = engine.proc.returncode if engine.proc is not None else 0

@@ -25,7 +25,7 @@ from benchlib.engines._flags import (
 )
 from benchlib.engines._flagsets import FlagSet, engine_flag_set
 from benchlib.engines._logparse import EngineLogFacts, KnownFailure, parse_engine_log
-from benchlib.engines._priority import lower_priority
+from benchlib.engines._priority import lower_priority, lowered_lines
 from benchlib.engines._process import EngineError, EngineProcess
 from benchlib.engines._ready import first_token, http_ok
 
@@ -47,6 +47,7 @@ __all__ = [
     "free_port",
     "http_ok",
     "lower_priority",
+    "lowered_lines",
     "parallel_args",
     "parse_engine_log",
     "plan_cluster",

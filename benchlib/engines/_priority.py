@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["COMM_LEN", "lower_priority"]
+__all__ = ["COMM_LEN", "lower_priority", "lowered_lines"]
 
 #: the bytes of a process name ``/proc/PID/comm`` keeps (TASK_COMM_LEN − 1)
 COMM_LEN = 15
@@ -66,3 +66,10 @@ def lower_priority(pgid: int, nice: Mapping[str, int], proc: Path = Path("/proc"
                 except OSError:  # the thread ended meanwhile
                     pass
     return done
+
+
+def lowered_lines(done: Mapping[str, int], nice: Mapping[str, int]) -> list[str]:
+    """What :func:`lower_priority` did, a line per name, for the console and the run log."""
+    return [f"{name}: {threads} threads at nice {nice[name]}" if threads else
+            f"{name}: no such process in the engine's group; its priority is unchanged "
+            "(engine.nice)" for name, threads in done.items()]

@@ -15,6 +15,7 @@ from benchlib.engines import (
     EngineProcess,
     LaunchPlan,
     lower_priority,
+    lowered_lines,
     parse_engine_log,
     plan_launch,
 )
@@ -78,10 +79,8 @@ class RunEngine:
         if not nice or self.process is None or self.process.pgid is None:
             return
         self.lowered = lower_priority(self.process.pgid, nice)
-        for name, threads in self.lowered.items():
-            self.log(f"{name}: {threads} threads at nice {nice[name]}" if threads else
-                     f"{name}: no such process in the engine's group; its priority is "
-                     "unchanged (engine.nice)")
+        for line in lowered_lines(self.lowered, nice):
+            self.log(line)
 
     def stop(self) -> None:
         """Stop the engine's whole group, also when its leader already exited (workers can
