@@ -2,15 +2,15 @@
 async streaming client, timed as an application times them, beside the wire-accurate figures.
 
 The SDK view takes the measurement's own settings (endpoint, dataset, lengths, sampling,
-``max_concurrency``, all requests released at once, the same untimed warmups) with the next
-seed, so its prompts have
-the same shape but are new to the engine: the same prompts would hit the prefix cache and make
-the SDK look faster than the wire. Each request's clock starts before ``create()`` and reads
-``time.perf_counter()`` as the SDK yields each chunk that carries text (content, reasoning or
-completion text); output tokens come from the stream's usage. The differences of the medians
-from the wire run's (``ttft_overhead_ms``, ``tpot_overhead_ms``) are the client-side cost an
-application pays on top of what the engine did — SDK parsing, its HTTP stack, the event
-loop — within the noise of two samples of the same engine (so they can come out negative).
+``max_concurrency``, all requests released at once, the same untimed warmups) with its own seed
+(:mod:`benchlib.measure._seeds`), so its prompts have the same shape but are new to the engine:
+the same prompts would hit the prefix cache and make the SDK look faster than the wire. Each
+request's clock starts before ``create()`` and reads ``time.perf_counter()`` as the SDK yields
+each chunk that carries text (content, reasoning or completion text); output tokens come from
+the stream's usage. The differences of the medians from the wire run's (``ttft_overhead_ms``,
+``tpot_overhead_ms``) are the client-side cost an application pays on top of what the engine
+did — SDK parsing, its HTTP stack, the event loop — within the noise of two samples of the same
+engine (so they can come out negative).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from benchlib.measure import (
     build_requests,
     load_tokenizer,
     run_coroutine,
+    sdk_seed,
 )
 
 __all__ = ["SdkView", "sdk_view"]
@@ -44,7 +45,8 @@ class SdkView(BaseModel):
     """A scenario at one concurrency as the ``openai`` SDK's streaming client saw it."""
 
     client: str = Field(description="the SDK and its version")
-    seed: int = Field(description="the seed of its prompts (the wire run's + 1)")
+    seed: int = Field(description="the seed of its prompts (benchlib.measure.sdk_seed of the "
+                                  "wire run's: none of them repeats a measured prompt)")
     completed: int = Field(description="requests that streamed to the end")
     failed: int = Field(description="requests that raised")
     median_ttft_ms: float | None = Field(description="create() → first chunk with text")
@@ -131,11 +133,12 @@ def _median(values: list[float]) -> float | None:
 
 def sdk_view(cfg: MeasureConfig, api_key: str | None = None,
              wire: dict[str, Any] | None = None) -> SdkView:
-    """Send ``cfg``'s requests (next seed) through ``openai.AsyncOpenAI`` and time them as an
-    application would; with ``wire`` (the wire run's result), the overheads."""
+    """Send ``cfg``'s requests (their own seed, :func:`~benchlib.measure.sdk_seed`) through
+    ``openai.AsyncOpenAI`` and time them as an application would; with ``wire`` (the wire
+    run's result), the overheads."""
     import openai
 
-    seeded = cfg.model_copy(update={"seed": cfg.seed + 1})
+    seeded = cfg.model_copy(update={"seed": sdk_seed(cfg.seed)})
     tokenizer = load_tokenizer(cfg.tokenizer) if cfg.tokenizer is not None else None
     _, raw = build_requests(seeded, tokenizer)
     bodies = [json.loads(b) for b in raw]

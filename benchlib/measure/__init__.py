@@ -28,6 +28,15 @@ from benchlib.measure._result import (
 )
 from benchlib.measure._run import build_requests, load_tokenizer, measure, run_coroutine
 from benchlib.measure._sampler import MetricsSampler, metrics_url
+from benchlib.measure._seeds import (
+    concurrency_seed,
+    derive,
+    probe_seed,
+    ramp_seed,
+    repeat_seed,
+    sdk_seed,
+    warmup_seed,
+)
 from benchlib.measure._server_metrics import (
     ENGINE_METRICS,
     SERVER_METRICS,
@@ -87,7 +96,9 @@ __all__ = [
     "Workload",
     "build_body",
     "build_requests",
+    "concurrency_seed",
     "decode_capture",
+    "derive",
     "file_prompts",
     "format_result",
     "length_range",
@@ -96,11 +107,16 @@ __all__ = [
     "metrics_url",
     "open_file_limit",
     "percentile_key",
+    "probe_seed",
     "raise_open_file_limit",
+    "ramp_seed",
     "random_prompts",
     "read_requests",
+    "repeat_seed",
     "requests_path",
     "run_coroutine",
+    "sdk_seed",
     "spec_decode_report",
     "summarize",
+    "warmup_seed",
 ]

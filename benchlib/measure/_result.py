@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from benchlib.measure._config import MeasureConfig
 from benchlib.measure._records import requests_path
 from benchlib.measure._request import EndpointKind
+from benchlib.measure._seeds import warmup_seed
 from benchlib.measure._split import WorkersInfo
 from benchlib.measure._timing import Timing
 
@@ -215,7 +216,12 @@ class RunSettings(BaseModel):
     random_range_ratio: float = Field(description="spread of the random lengths")
     range_ratio_mode: Literal["vllm", "sglang"] = Field(description="how it spreads them")
     num_warmups: int = Field(description="requests sent before the timed load")
-    seed: int = Field(description="seed of the prompts and arrival gaps")
+    warmup_prompts: str = Field(
+        "", description="what the warmups sent: 'distinct, seed N' (prompts no measured "
+                        "request repeats) or 'the first measured prompt (like vllm bench "
+                        "serve)'; '' when there were none")
+    seed: int = Field(description="seed of the prompts and arrival gaps (vllm bench serve "
+                                  "--seed sends the same)")
     percentiles: list[float] = Field(description="percentiles computed per metric")
     goodput: dict[str, float] = Field(description="SLOs (ms) behind request_goodput")
     base_url: str = Field(description="the server measured")
@@ -224,6 +230,17 @@ class RunSettings(BaseModel):
     prompts_sha256: str | None = Field(
         None, description="SHA-256 of the request bodies' prompts in order: equal for two "
                           "runs that sent the same prompts (a fair A/B's first condition)")
+
+
+def warmup_description(cfg: MeasureConfig) -> str:
+    """What a run's warmups sent, in words (:mod:`benchlib.measure._seeds`)."""
+    if cfg.num_warmups == 0:
+        return ""
+    if cfg.warmups_like_vllm:
+        return "the first measured prompt (like vllm bench serve)"
+    if cfg.dataset == "random":
+        return f"distinct, seed {warmup_seed(cfg.seed)}"
+    return "distinct: the file's prompts after the measured ones"
 
 
 #: the result's last keys, after the metrics (``workers`` only when the load was split)
@@ -263,7 +280,8 @@ class MeasureResult(RunMetrics):
         settings = RunSettings(
             input_len=cfg.input_len, output_len=cfg.output_len, dataset=cfg.dataset,
             random_range_ratio=cfg.random_range_ratio, range_ratio_mode=cfg.range_ratio_mode,
-            num_warmups=cfg.num_warmups, seed=cfg.seed, percentiles=list(cfg.percentiles),
+            num_warmups=cfg.num_warmups, warmup_prompts=warmup_description(cfg),
+            seed=cfg.seed, percentiles=list(cfg.percentiles),
             goodput=dict(cfg.goodput), base_url=cfg.base_url,
             # beside the result JSON: the folder can be moved
             requests_jsonl=(requests_path(cfg.result_json).name

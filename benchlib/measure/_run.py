@@ -32,6 +32,7 @@ from benchlib.measure._pool import check_tls
 from benchlib.measure._records import RecordLog, RequestRecord, requests_path
 from benchlib.measure._request import Prompt, RequestOutcome, build_body
 from benchlib.measure._result import MeasureResult
+from benchlib.measure._seeds import warmup_seed
 from benchlib.measure._split import WorkersInfo, plan_workers
 from benchlib.measure._tokens import NO_TOKEN_COUNT, load_tokenizer, outcome_finisher
 
@@ -74,6 +75,33 @@ def build_requests(cfg: MeasureConfig, tokenizer: Any | None) -> tuple[list[Prom
     return prompts, bodies
 
 
+def warmup_bodies(cfg: MeasureConfig, tokenizer: Any | None, bodies: list[bytes]
+                  ) -> list[bytes]:
+    """The warmups' request bodies (:mod:`benchlib.measure._seeds`): prompts of the same
+    distribution that no measured request repeats (random: drawn with the warmup seed; a
+    file: the lines after the measured ones), or, with ``warmups_like_vllm``, the first
+    measured prompt each time, as ``vllm bench serve`` sends them."""
+    n = cfg.num_warmups
+    if n == 0:
+        return []
+    if cfg.warmups_like_vllm:
+        return [bodies[0]] * n
+    if cfg.dataset == "random":
+        own = cfg.model_copy(update={"num_prompts": n, "seed": warmup_seed(cfg.seed)})
+        return build_requests(own, tokenizer)[1]
+    assert cfg.dataset_path is not None
+    more = file_prompts(cfg.dataset_path, tokenizer, num_prompts=len(bodies) + n,
+                        output_len=cfg.output_len)[len(bodies):]
+    if len(more) < n:
+        raise UsageError("--num-warmups", f"{cfg.dataset_path} holds {len(bodies) + len(more)} "
+                         f"prompts: {len(bodies)} measured and {n} warmups need "
+                         f"{len(bodies) + n} distinct ones (a warmup never repeats a measured "
+                         "prompt). Add prompts, lower num_warmups, or pass "
+                         "--warmups-like-vllm to warm up on the first measured prompt")
+    return [build_body(p, cfg.endpoint, cfg.model, ignore_eos=cfg.ignore_eos,
+                       sampling=cfg.sampling) for p in more[:n]]
+
+
 def measure(cfg: MeasureConfig, api_key: str | None = None,
             out: IO[str] | None = None,
             on_warmed: Callable[[], None] | None = None,
@@ -98,7 +126,7 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
     tokenizer = load_tokenizer(cfg.tokenizer) if cfg.tokenizer is not None else None
     prompts, bodies = build_requests(cfg, tokenizer)
     run_coroutine(check_tls(plan.endpoint(), plan.connect_timeout))
-    warmups = [bodies[0]] * cfg.num_warmups  # as the reference: the first prompt, N times
+    warmups = warmup_bodies(cfg, tokenizer, bodies)
     if tokenizer is None:
         first = prompts[0]
         _probe_usage(dataclasses.replace(plan, max_concurrency=1, request_rate=math.inf,

@@ -38,8 +38,10 @@ EndpointSetting = Annotated[EndpointKind, Field(
                 "(/v1/chat/completions, messages)")]
 #: requests sent before the timed load (restated by subclasses with their own default)
 Warmups = Annotated[int, Field(
-    ge=0, description="requests sent before the timed load, each the first prompt, as vllm "
-                      "bench serve's --num-warmups; left out of every metric")]
+    ge=0, description="requests sent before the timed load (vllm bench serve's "
+                      "--num-warmups), left out of every metric: prompts of the same "
+                      "distribution that no measured request repeats (their own seed, "
+                      "benchlib.measure._seeds), unless warmups_like_vllm")]
 #: seconds a request may take (restated by the recipe under its YAML key request_timeout_s)
 RequestTimeout = Annotated[float, Field(
     gt=0, description="seconds a request may take, send → end of its response, before it "
@@ -88,6 +90,10 @@ class Workload(BaseModel):
         1.0, gt=0, description="gamma shape of the gaps between releases: 1 Poisson, < 1 "
                                "burstier, > 1 more even, inf fixed gaps (as vllm bench serve)")
     num_warmups: Warmups = 0
+    warmups_like_vllm: bool = Field(
+        False, description="send the first measured prompt as every warmup, as vllm bench "
+                           "serve does (like-for-like comparisons with it); an engine with a "
+                           "prefix cache then answers the first measured request from cache")
     request_timeout: RequestTimeout = 600.0
     ignore_eos: bool = Field(
         True, description="send ignore_eos, so the engine generates exactly output_len "

@@ -1,14 +1,15 @@
 """The fair-A/B probe: what a recipe cannot state, asked of each running engine.
 
-Right after a variant's engine is up (02_launch), one short request per endpoint the
-scenarios use — the first scenario's first prompt, ``max_tokens`` :data:`PROBE_TOKENS`,
-the scenario's own sampling and ``ignore_eos`` — records how the engine counted the prompt
-(usage.prompt_tokens), how many tokens it produced, whether it streamed usage, and the hash
-of the prompts the client made. The runner sets each variant's probe against the first
-variant's before that variant measures (:func:`probe_differences`): an engine that does not
-honour ``max_tokens`` is refused outright; a different prompt-token count (tokenizer or chat
-template), a different prompt set, or missing usage is refused unless the recipe declares
-it in ``compare.differences`` (the vocabulary and reasons: :mod:`benchlib.recipe._fair`).
+Right after a variant's engine is up (02_launch), one short request per endpoint the scenarios
+use — a prompt of the first such scenario's shape drawn with its own seed (a measured prompt
+sent here would be a prefix-cache hit later), ``max_tokens`` :data:`PROBE_TOKENS`, the
+scenario's own sampling and ``ignore_eos`` — records how the engine counted the prompt
+(usage.prompt_tokens), how many tokens it produced, whether it streamed usage, and the hash of
+the prompts the client made. The runner sets each variant's probe against the first variant's
+before that variant measures (:func:`probe_differences`): an engine that does not honour
+``max_tokens`` is refused outright; a different prompt-token count (tokenizer or chat
+template), a different prompt set, or missing usage is refused unless the recipe declares it in
+``compare.differences`` (the vocabulary and reasons: :mod:`benchlib.recipe._fair`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from benchlib.measure import measure
+from benchlib.measure import measure, probe_seed
 from benchlib.pipeline._standalone import tls_options
 from benchlib.recipe import DIFFERENCES, Recipe
 
@@ -63,7 +64,8 @@ def probe_engine(recipe: Recipe, base_url: str, *, tokenizer: Path | None,
         cfg = short.measure_config(base_url=base_url, model=recipe.model.served_model_name,
                                    tokenizer=tokenizer, result_json=None, max_concurrency=1,
                                    num_prompts=1, input_len=min(s.input_len, 256),
-                                   num_warmups=0, **tls_options(recipe, base_url))
+                                   num_warmups=0, seed=probe_seed(s.seed),
+                                   **tls_options(recipe, base_url))
         r = measure(cfg, api_key=api_key)
         ok = r.completed == 1
         source = next((k for k, v in r.output_tokens_source.model_dump().items() if v),

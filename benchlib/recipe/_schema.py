@@ -240,15 +240,19 @@ class Scenario(Workload):
                        result_json: Path | None, max_concurrency: int | None,
                        num_prompts: int, input_len: int | None = None,
                        num_warmups: int | None = None, disable_tqdm: bool = True,
-                       ca_bundle: Path | None = None, insecure: bool = False) -> MeasureConfig:
+                       ca_bundle: Path | None = None, insecure: bool = False,
+                       seed: int | None = None) -> MeasureConfig:
         """The run of this scenario at one concurrency (or one ramp length): every workload
-        setting as the recipe gives it (its seed too); ``input_len`` and ``num_warmups``
-        override the scenario's (a ramp step: its length, no warmup)."""
+        setting as the recipe gives it; ``input_len``, ``num_warmups`` and ``seed`` override
+        the scenario's (a ramp step: its length, no warmup; a later concurrency: its own
+        seed, :func:`~benchlib.measure.concurrency_seed`)."""
         workload = {name: getattr(self, name) for name in Workload.model_fields}
         if input_len is not None:
             workload["input_len"] = input_len
         if num_warmups is not None:
             workload["num_warmups"] = num_warmups
+        if seed is not None:
+            workload["seed"] = seed
         return MeasureConfig(**workload, base_url=base_url, model=model, tokenizer=tokenizer,
                              result_json=result_json, max_concurrency=max_concurrency,
                              num_prompts=num_prompts, disable_tqdm=disable_tqdm,

@@ -25,7 +25,9 @@ move the schedule of the other requests.
 With a certificate and key (``tls``) it serves HTTPS the same way, TLS done in memory over
 the raw sockets (:mod:`benchlib.scripted._peer`), so its truth stays the wire's. Headers it
 requires (``required_headers``, a hosted API's key check) are answered 401 when missing; the
-truth row lists the names of the headers a request carried, never their values.
+truth row lists the names of the headers a request carried, never their values, the request
+body's top-level keys (``body_keys``: which sampling settings were sent) and a hash of its
+prompt (``prompt_sha256``: which requests repeated a prompt), never the prompt itself.
 
 The server raises its soft open-file limit (up to the hard limit) so that thousands of
 concurrent connections can be accepted; a failed ``accept`` (out of descriptors) is retried,
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import socket
@@ -56,6 +59,14 @@ from benchlib.scripted._peer import Peer as _Peer
 __all__ = ["ScriptedServer"]
 
 _WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
+
+
+def _prompt_digest(payload: dict[str, Any]) -> str:
+    """SHA-256 of the request's prompt (a completions prompt, or the chat messages as
+    canonical JSON): which requests sent the same prompt, without writing any prompt down."""
+    prompt = payload.get("prompt", payload.get("messages"))
+    return hashlib.sha256(json.dumps(prompt, sort_keys=True, ensure_ascii=False)
+                          .encode()).hexdigest()
 
 
 def _prompt_chars(payload: dict[str, Any]) -> int:
@@ -265,7 +276,9 @@ class ScriptedServer:
         row: dict[str, Any] = {"id": rid, "arrival_ns": arrival, "content_writes_ns": writes,
                                "content_send_begin_ns": begins,
                                "completion_tokens": n, "tokens_per_chunk": k,
-                               "kernel_clock": peer.kernel_clock, "headers": header_names}
+                               "kernel_clock": peer.kernel_clock, "headers": header_names,
+                               "prompt_sha256": _prompt_digest(payload),
+                               "body_keys": sorted(payload)}
         if fault is not None:
             row["fault"] = fault
         if fault in _HTTP_FAULTS:

@@ -79,6 +79,13 @@ def test_run_writes_notebooks_sidecars_and_provenance(
     assert "report: " in proc.stdout and "id='fig-pareto'" in (run_dir / "report.html"
                                                                ).read_text()
     assert "benchlib run " in (run_dir / "writeup.md").read_text()
+    # no prompt went to the server twice in the whole run: the launch's probes, each
+    # measurement's warmups and its measured prompts (benchlib.measure._seeds), so a prefix
+    # cache flatters nothing. Rows: the chat check, 2 probes (chat, completions) and
+    # 3 × (1 warmup + the prompts)
+    truth = [json.loads(line) for line in server.truth.read_text().splitlines()]
+    assert len(truth) == 1 + 2 + (1 + 2) + (1 + 8) + (1 + 8), [r["id"] for r in truth]
+    assert len({row["prompt_sha256"] for row in truth}) == len(truth)
     for file in run_dir.rglob("*"):
         if file.is_file():
             assert SECRET.encode() not in file.read_bytes(), file

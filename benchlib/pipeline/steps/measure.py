@@ -26,7 +26,7 @@ from benchlib._secrets import env_secret
 from benchlib.accuracy import run_gsm8k
 from benchlib.checks import sdk_view
 from benchlib.engines import http_ok
-from benchlib.measure import measure
+from benchlib.measure import concurrency_seed, measure, ramp_seed
 from benchlib.pipeline._declare import Param, Step, StepInputs
 from benchlib.pipeline._fairness import tokenizer_dir
 from benchlib.pipeline._folder import RunFolder
@@ -87,7 +87,7 @@ def _sdk(recipe: Recipe, s: Scenario, url: str, tokenizer: Path | None, api_key:
     cfg = s.measure_config(base_url=url, model=recipe.model.served_model_name,
                            tokenizer=tokenizer, result_json=None, max_concurrency=conc,
                            num_prompts=s.prompts_at(index), input_len=s.input_len,
-                           **tls_options(recipe, url))
+                           seed=concurrency_seed(s.seed, index), **tls_options(recipe, url))
     view = sdk_view(cfg, api_key, wire)
     print(f"  through the openai SDK ({view.client}): median TTFT "
           f"{_ms(view.median_ttft_ms, 1)} ({_ms(view.ttft_overhead_ms, 2)} over the wire), "
@@ -197,7 +197,7 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                     r = _measure_once(recipe, s, url, result_json, tokenizer, api_key,
                                       on_warmed=sampler.mark if sampler else None,
                                       max_concurrency=conc, num_prompts=s.prompts_at(i),
-                                      input_len=s.input_len)
+                                      input_len=s.input_len, seed=concurrency_seed(s.seed, i))
                 finally:
                     metrics = sampler.stop() if sampler else None
                 server = (server_side(recipe, s, result_json, metrics, conc)
@@ -254,12 +254,15 @@ def _ramp(recipe: Recipe, s: Scenario, base_url: str, folder: RunFolder, api_key
                               "error": None, "engine_alive_after": True} if fresh else earlier
     steps: list[dict[str, Any]] = record["steps"]
     reached = record["max_completed_input_len"] or 0
-    for n in [n for n in s.ramp_input_lens if n > reached]:
+    for j, n in enumerate(s.ramp_input_lens):
+        if n <= reached:
+            continue
         print(f"{s.name}/ramp: input {n} tokens", flush=True)
-        # no warmup: the one request at each length is the test
+        # no warmup: the one request at each length is the test; its own seed, so it does
+        # not begin with the shorter one's prompt (a prefix-cache hit)
         r = _measure_once(recipe, s, base_url, folder.ramp_json(s.name, n), tokenizer,
                           api_key, max_concurrency=1, num_prompts=1, input_len=n,
-                          num_warmups=0)
+                          num_warmups=0, seed=ramp_seed(s.seed, j))
         ok = r["completed"] == 1
         steps.append({"input_len": n, "ok": ok, "ttft_ms": r["median_ttft_ms"] if ok else None,
                       "tpot_ms": r["median_tpot_ms"] if ok else None,

@@ -25,9 +25,11 @@ FLAGS_BEFORE = {
     "--result-json", "--api-key", "--disable-tqdm",
 }
 #: flags added since: the sampling fields, and TLS (--header is no field: its values are secrets)
-FLAGS_ADDED = {"--sampling", "--ca-bundle", "--insecure", "--header", "--workers", "--ray-address"}
+FLAGS_ADDED = {"--sampling", "--ca-bundle", "--insecure", "--header", "--workers", "--ray-address",
+               "--warmups-like-vllm"}
 #: the defaults of the fields added since the golden configs were taken
-FIELDS_ADDED = {"ca_bundle": None, "insecure": False, "workers": None, "ray_address": None}
+FIELDS_ADDED = {"ca_bundle": None, "insecure": False, "workers": None, "ray_address": None,
+                "warmups_like_vllm": False}
 
 
 def _measure_parser() -> argparse.ArgumentParser:

@@ -42,10 +42,11 @@ def test_measure_config_is_what_the_pipeline_built_by_hand() -> None:
                                result_json=Path("/o") / f"{s.name}.json", max_concurrency=conc,
                                num_prompts=8, input_len=s.input_len + conc,
                                num_warmups=case["num_warmups"])
-        # the TLS and worker settings came later (defaults: the system's CAs, checked; the
-        # measured worker count, this host)
+        # the TLS, worker and warmup settings came later (defaults: the system's CAs,
+        # checked; the measured worker count, this host; warmups of their own prompts)
         assert _plain(cfg) == {**case["config"], "ca_bundle": None, "insecure": False,
-                               "workers": None, "ray_address": None}
+                               "workers": None, "ray_address": None,
+                               "warmups_like_vllm": False}
 
 
 def test_the_scenarios_seed_and_new_settings_reach_the_run() -> None:
@@ -55,6 +56,9 @@ def test_the_scenarios_seed_and_new_settings_reach_the_run() -> None:
     cfg = s.measure_config(base_url="http://h:1", model="m", tokenizer=Path("/t"),
                            result_json=None, max_concurrency=2, num_prompts=4)
     assert (cfg.seed, cfg.request_timeout, cfg.percentiles) == (7, 5.0, (50.0, 99.9))
+    again = s.measure_config(base_url="http://h:1", model="m", tokenizer=Path("/t"),
+                             result_json=None, max_concurrency=2, num_prompts=4, seed=11)
+    assert again.seed == 11  # a later concurrency's own seed (benchlib.measure._seeds)
     assert cfg.goodput == {"ttft": 100.0} and cfg.sampling == {"temperature": 0.6,
                                                                "stop": ["\n"]}
 
