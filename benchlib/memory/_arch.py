@@ -65,8 +65,7 @@ class MoESpec(BaseModel):
     num_shared_experts: int = 0
     shared_intermediate_size: int = 0
     expert_bias: bool = False
-    #: experts and shared experts have a gate projection (gate, up, down); False: up, down
-    #: only (Nemotron-H's squared-ReLU experts), see :mod:`benchlib.memory._gating`
+    #: experts have a gate (gate, up, down), or up and down only (see ``_gating``)
     gated: bool = True
 
 
@@ -82,6 +81,7 @@ class LinearAttnSpec(BaseModel):
     head_k_dim: int
     conv_kernel: int
     #: KDA keeps its recurrent state in float32 in vLLM; Gated DeltaNet in the model dtype
+    #: unless the config's ``mamba_ssm_dtype`` says float32 (Qwen3.5)
     recurrent_fp32: bool
 
 
@@ -252,13 +252,16 @@ def _linear(cfg: dict[str, Any], num_heads: int) -> LinearAttnSpec | None:
         return LinearAttnSpec(kind="kda", num_v_heads=heads, head_v_dim=dim, num_k_heads=heads,
                               head_k_dim=dim, conv_kernel=int(la.get("short_conv_kernel_size", 4)),
                               recurrent_fp32=True)
-    if cfg.get("linear_num_value_heads"):  # Qwen3-Next Gated DeltaNet
+    if cfg.get("linear_num_value_heads"):  # Qwen3-Next / Qwen3.5 Gated DeltaNet
+        # Qwen3.5's mamba_ssm_dtype "float32" is vLLM 0.26.0's SSM cache dtype for it
+        # (vllm/model_executor/models/config.py L744-768); else the model dtype
         return LinearAttnSpec(
             kind="gdn", num_v_heads=int(cfg["linear_num_value_heads"]),
             head_v_dim=int(cfg["linear_value_head_dim"]),
             num_k_heads=int(cfg["linear_num_key_heads"]),
             head_k_dim=int(cfg["linear_key_head_dim"]),
-            conv_kernel=int(cfg.get("linear_conv_kernel_dim", 4)), recurrent_fp32=False)
+            conv_kernel=int(cfg.get("linear_conv_kernel_dim", 4)),
+            recurrent_fp32=str(cfg.get("mamba_ssm_dtype", "")).endswith("float32"))
     return None
 
 
