@@ -19,8 +19,9 @@ every family builds all three from one MLP shape. It is read in this order:
    decide nothing on their own).
 
 Sources (vLLM 0.26.0, ``vllm/model_executor/models/``): ``nemotron_h.py`` L85-122
-(``NemotronHMLP``: up_proj, ReLU², down_proj) and L226 (experts built with
-``activation_without_mul(config.mlp_hidden_act)``); ``nemotron.py`` L109-134
+(``NemotronHMLP``: up_proj, ReLU², down_proj), L226 (experts built with
+``activation_without_mul(config.mlp_hidden_act)``) and L712 (``is_non_gated_moe = True``, the
+one model class that says so); ``nemotron.py`` L109-134
 (``NemotronMLP``); ``arcee.py`` L48-87; ``jais2.py`` L68-93; ``apertus.py`` L77-109 (xIELU);
 ``phi.py`` L139-151 (fc1/fc2); the gated/ungated MoE kernels are told apart in
 ``vllm/model_executor/layers/fused_moe/activation.py`` (``MoEActivation.is_gated``).
