@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from benchlib._exceptions import UsageError
+from benchlib.memory._gating import feed_forward_is_gated
 from benchlib.memory._hf_config import fill_defaults
 from benchlib.memory._layers import FfnKind, LayerKind, ffn_kinds, has_mamba, mixer_kinds
 from benchlib.memory._towers import tower_params
@@ -64,6 +65,8 @@ class MoESpec(BaseModel):
     num_shared_experts: int = 0
     shared_intermediate_size: int = 0
     expert_bias: bool = False
+    #: experts have a gate (gate, up, down), or up and down only (see ``_gating``)
+    gated: bool = True
 
 
 class LinearAttnSpec(BaseModel):
@@ -78,6 +81,7 @@ class LinearAttnSpec(BaseModel):
     head_k_dim: int
     conv_kernel: int
     #: KDA keeps its recurrent state in float32 in vLLM; Gated DeltaNet in the model dtype
+    #: unless the config's ``mamba_ssm_dtype`` says float32 (Qwen3.5)
     recurrent_fp32: bool
 
 
@@ -123,7 +127,8 @@ class ModelArch(BaseModel):
     intermediate_size: int
     tie_embeddings: bool = False
     attention_bias: bool = False
-    #: the MLP is gated (gate, up, down: SwiGLU / GeGLU); GPT-2-era families have two matrices
+    #: the MLP is gated (gate, up, down: SwiGLU / GeGLU); GPT-2-era families and squared-ReLU
+    #: ones have two matrices (:mod:`benchlib.memory._gating`)
     gated_mlp: bool = True
     mlp_bias: bool = False
     #: learned absolute position embeddings (rows of ``hidden_size``; 0 for RoPE / ALiBi)
@@ -178,10 +183,7 @@ def _first(cfg: dict[str, Any], *keys: str, default: Any = None) -> Any:
     return default
 
 
-#: families whose MLP is two matrices (up, down) with an activation between, not gated
-_UNGATED = frozenset({"gpt2", "opt", "bloom", "gpt_neox", "falcon", "phi", "starcoder2",
-                      "gpt_bigcode", "mpt", "gptj", "codegen", "gpt_neo", "biogpt", "xglm"})
-#: of those, the ones with biases on every linear layer and LayerNorm
+#: GPT-2-era families (MLPs without a gate) with biases on every linear layer and LayerNorm
 _BIASED = frozenset({"gpt2", "opt", "bloom", "gpt_neox", "phi", "starcoder2", "gpt_bigcode",
                      "gptj", "codegen", "gpt_neo", "biogpt", "xglm"})
 
@@ -195,7 +197,7 @@ def _learned_positions(cfg: dict[str, Any], model_type: str) -> int:
     return 0
 
 
-def _moe(cfg: dict[str, Any]) -> MoESpec | None:
+def _moe(cfg: dict[str, Any], gated: bool) -> MoESpec | None:
     experts = _first(cfg, "n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
     if not experts or int(experts) <= 1:
         return None
@@ -214,7 +216,7 @@ def _moe(cfg: dict[str, Any]) -> MoESpec | None:
         num_experts=int(experts), top_k=int(top_k), expert_intermediate_size=inter,
         num_shared_experts=int(shared),
         shared_intermediate_size=int(shared_inter or inter * int(shared or 0)),
-        expert_bias=cfg.get("model_type") == "gpt_oss")
+        expert_bias=cfg.get("model_type") == "gpt_oss", gated=gated)
 
 
 def _mamba(cfg: dict[str, Any], hidden: int) -> MambaSpec:
@@ -250,13 +252,16 @@ def _linear(cfg: dict[str, Any], num_heads: int) -> LinearAttnSpec | None:
         return LinearAttnSpec(kind="kda", num_v_heads=heads, head_v_dim=dim, num_k_heads=heads,
                               head_k_dim=dim, conv_kernel=int(la.get("short_conv_kernel_size", 4)),
                               recurrent_fp32=True)
-    if cfg.get("linear_num_value_heads"):  # Qwen3-Next Gated DeltaNet
+    if cfg.get("linear_num_value_heads"):  # Qwen3-Next / Qwen3.5 Gated DeltaNet
+        # Qwen3.5's mamba_ssm_dtype "float32" is vLLM 0.26.0's SSM cache dtype for it
+        # (vllm/model_executor/models/config.py L744-768); else the model dtype
         return LinearAttnSpec(
             kind="gdn", num_v_heads=int(cfg["linear_num_value_heads"]),
             head_v_dim=int(cfg["linear_value_head_dim"]),
             num_k_heads=int(cfg["linear_num_key_heads"]),
             head_k_dim=int(cfg["linear_key_head_dim"]),
-            conv_kernel=int(cfg.get("linear_conv_kernel_dim", 4)), recurrent_fp32=False)
+            conv_kernel=int(cfg.get("linear_conv_kernel_dim", 4)),
+            recurrent_fp32=str(cfg.get("mamba_ssm_dtype", "")).endswith("float32"))
     return None
 
 
@@ -326,7 +331,8 @@ def arch_from_dict(raw: dict[str, Any], *, name: str = "model", source: str | No
         has_mamba(cfg) and "none" in kinds) else None
     quant = raw.get("quantization_config") or cfg.get("quantization_config")
     dtype = str(_first(cfg, "torch_dtype", "dtype", default="bfloat16")).removeprefix("torch.")
-    moe = _moe(cfg)
+    gated = feed_forward_is_gated(cfg)
+    moe = _moe(cfg, gated)
     ffns = ffn_kinds(cfg, n, moe is not None)
     inter = int(_first(cfg, "intermediate_size_mlp", "intermediate_size", "ffn_hidden_size",
                        "n_inner", "ffn_dim", default=4 * hidden))
@@ -342,7 +348,7 @@ def arch_from_dict(raw: dict[str, Any], *, name: str = "model", source: str | No
         tie_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         attention_bias=bool(_first(cfg, "attention_bias", "use_bias", "bias", "enable_bias",
                                    default=model_type == "qwen2" or biased)),
-        gated_mlp=model_type not in _UNGATED,
+        gated_mlp=gated,
         mlp_bias=bool(bias_key) if bias_key is not None else biased,
         learned_positions=_learned_positions(cfg, model_type), norm_bias=biased,
         attn_output_gate=bool(cfg.get("attn_output_gate", model_type == "qwen3_next")),

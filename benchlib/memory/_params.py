@@ -30,7 +30,7 @@ class ParamBreakdown(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     by_role: dict[str, int]
-    #: one routed expert's parameters in one MoE layer (gate, up, down and biases)
+    #: one routed expert's parameters in one MoE layer (gate if it has one, up, down, biases)
     expert_params: int
     moe_layers: int
     total: int
@@ -111,11 +111,13 @@ def count_params(a: ModelArch) -> ParamBreakdown:
     attn, lin = _attention_params(a), _linear_attn_params(a)
     mamba = _mamba_params(a.mamba, h) if a.mamba is not None else 0
     moe = a.moe
-    expert = 0
-    if moe is not None:
-        expert = 3 * h * moe.expert_intermediate_size
+    expert = shared = 0
+    if moe is not None:  # gate, up, down per expert, or up, down where the expert has no gate
+        mats = 3 if moe.gated else 2
+        expert = mats * h * moe.expert_intermediate_size
         if moe.expert_bias:
-            expert += 2 * moe.expert_intermediate_size + h
+            expert += (mats - 1) * moe.expert_intermediate_size + h
+        shared = mats * h * moe.shared_intermediate_size
     i_d = a.intermediate_size
     dense = (3 if a.gated_mlp else 2) * h * i_d
     dense += ((2 if a.gated_mlp else 1) * i_d + h) if a.mlp_bias else 0
@@ -135,7 +137,7 @@ def count_params(a: ModelArch) -> ParamBreakdown:
             moe_layers += 1
             roles["experts"] += moe.num_experts * expert
             roles["router"] += h * moe.num_experts + (moe.num_experts if moe.expert_bias else 0)
-            roles["shared_experts"] += 3 * h * moe.shared_intermediate_size
+            roles["shared_experts"] += shared
         elif ffn == "dense":
             roles["mlp"] += dense
     roles["norm"] += norm
@@ -145,9 +147,8 @@ def count_params(a: ModelArch) -> ParamBreakdown:
     # an MTP layer: one decoder layer (attention + the last layer's feed-forward), two input
     # norms, the projection of [embedding; hidden] back to hidden and its head's norm
     last = a.ffn(a.num_layers - 1)
-    ffn_last = (moe.num_experts * expert + h * moe.num_experts
-                + 3 * h * moe.shared_intermediate_size) if moe is not None and last == "moe" \
-        else dense
+    ffn_last = (moe.num_experts * expert + h * moe.num_experts + shared) \
+        if moe is not None and last == "moe" else dense
     mtp = a.mtp_layers * (attn + ffn_last + 2 * h * h + 5 * h)
     unused = 0
     if moe is not None:

@@ -9,6 +9,7 @@ import pytest
 from benchlib.memory import kv_capacity, kv_layout, legacy_token_report, load_model_config
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "vllm_logs"
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "configs" / "corpus"
 GIB = 1024**3
 
 
@@ -85,3 +86,24 @@ def test_zero_budget_holds_nothing() -> None:
     a = load_model_config(DATA / "qwen3-14b-tp1")
     cap = kv_capacity(kv_layout(a), 0, max_model_len=4096)
     assert cap.num_blocks == 0 and cap.max_concurrency == 0 and cap.kv_cache_tokens == 0
+
+
+def test_qwen3_5_gated_deltanet_state_follows_its_mamba_ssm_dtype() -> None:
+    # Qwen3.5's config says mamba_ssm_dtype float32 and vLLM 0.26.0 makes that the SSM cache
+    # dtype (Qwen3_5ForConditionalGenerationConfig); a GDN config without the key (Qwen3-Next)
+    # keeps the recurrent state in the model dtype
+    import json
+
+    from benchlib.memory import arch_from_dict
+
+    raw = json.loads((CORPUS / "qwen--qwen3.5-9b" / "config.json").read_text())
+    assert raw["text_config"]["mamba_ssm_dtype"] == "float32"
+    conv = (2 * 16 * 128 + 32 * 128) * 3 * 2  # (q, k, v channels) × (kernel − 1), bf16
+    recurrent = 32 * 128 * 128  # value heads × value dim × key dim
+    fp32 = kv_layout(arch_from_dict(raw))
+    assert fp32.state_bytes_per_request == 24 * (conv + 4 * recurrent)
+    assert fp32.block_size == 16 * -(-(conv + 4 * recurrent) // (16 * 2 * 4 * 256 * 2))  # 528
+    del raw["text_config"]["mamba_ssm_dtype"]
+    model_dtype = kv_layout(arch_from_dict(raw))
+    assert model_dtype.state_bytes_per_request == 24 * (conv + 2 * recurrent)
+    assert model_dtype.block_size < fp32.block_size
