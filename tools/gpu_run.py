@@ -1,126 +1,85 @@
-"""A GPU run of a recipe through the lent GPU machine (docs/gpu-run.md): ``stage`` here,
-``prepare`` and ``bench`` there.
+"""GPU runs through the lent GPU machine (docs/gpu-run.md): ``stage`` here, ``call`` there.
 
-The GPU machine reaches no package registry and takes the working tree plus at most 64 MiB
-of carried files, so what it needs travels in ``.device/bundle/`` (ignored by git, carried by
-the device tool's ``carry``) and everything large is made there, in ``.device/work/`` (kept
-between calls while the machine stays warm):
+The GPU machine reaches no package registry, a call carries at most 64 MiB with the working
+tree, runs at most 10 minutes, and a machine left idle 30 s is given back with everything on
+it. So:
 
 ``stage`` (here, with the kit's venv)
-    ``.device/bundle/``: llama.cpp's source, trimmed from the llama-cpp-python sdist to what
-    ``llama-server``, ``llama-quantize`` and the GGUF converter need (about 10 MB, laid out
-    like the sdist so ``tools/build_llamacpp.py --sdist`` takes it); the wheels of the kit's
-    dependencies that the GPU image lacks, for its Python (``--python``, several allowed),
-    pinned to this venv's versions; and a byte-level BPE tokenizer of the model's vocabulary
-    size, trained on this Python's stdlib sources (gzipped). Prints the device calls.
-``prepare`` (there, with the image's ``python3``)
-    a venv over the image's packages (torch, transformers, numpy …) with the wheels and the
-    kit installed (``bench`` tries again if it failed); llama.cpp built with CUDA
-    (``llama-server`` and ``llama-quantize``) in the background while a random-weight model
-    of Llama-3-8B's shape is made on the GPU with
-    transformers, given the staged tokenizer, converted to a BF16 GGUF with llama.cpp's
-    converter (``benchlib.models.convert_to_gguf``) and, once the build is done, quantized
-    to Q4_K_M. Seconds per part in ``.device/work/prepare.json``. A part whose output exists
-    is skipped (a second call on the same warm machine resumes).
-``bench`` (there)
-    ``benchlib run`` of the recipe, then the run folder packed into ``$OUT/run.tar.gz`` with
-    ``prepare.json``, llama.cpp's ``BUILD.json`` and ``nvidia-smi -q`` beside it.
+    packs each group the runs need into parts (:mod:`gpu_bundle`): ``base`` (llama.cpp's
+    source trimmed from the llama-cpp-python sdist, the wheels of the kit's dependencies the
+    image lacks, the 128,256-token tokenizer) and ``vllm`` (vLLM 0.26.0 and the wheels of
+    ``tools/vllm-0.26.0-cp312.lock``); prints one device call per part, then the waits.
+``call`` (there, every call the same command)
+    takes the parts carried so far, makes sure the job driver runs (detached: it outlives
+    the call while the machine is warm), optionally waits for one job, prints every job's
+    state and puts finished jobs' outputs into ``$OUT``. ``--rerun JOB`` runs a job again,
+    ``--stop JOB`` ends one (a ``benchlib run`` stops its engine and keeps its folder).
+``drive`` (there, detached)
+    starts each job of :data:`JOBS` once the jobs it needs succeeded and the jobs it comes
+    after ended, each in its own process with its own log, until every job has ended.
+
+The job table is the order of a visit. The GPU serves one job at a time (``target`` makes
+the model on it; each ``benchlib run`` starts engines on it), so those jobs come one
+after another; CPU work (the llama.cpp build, the GGUF conversion, the venvs) runs beside
+them. A job that has ended is not run again unless asked (``--rerun``), so a second driver
+on the same warm machine resumes.
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
-import importlib
 import io
 import json
 import os
 import platform
 import shutil
+import signal
 import site
 import subprocess
 import sys
 import tarfile
 import time
 import tomllib
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import gpu_bundle
+
 REPO = Path(__file__).resolve().parents[1]
 DEVICE = REPO / ".device"
-BUNDLE = DEVICE / "bundle"
 WORK = DEVICE / "work"
-RECIPE = "params/h200-llamacpp.yaml"
-SDIST_VERSION = "0.3.36"
-TRIMMED = f"llama-cpp-python-{SDIST_VERSION}-trimmed.tar.gz"
-MODEL_NAME = "llama3-8b-shape"
+JOBS_DIR = WORK / "jobs"
+LOGS = WORK / "logs"
+OUTBOX = WORK / "out"
+GROUPS = gpu_bundle.GROUPS
+BASE = GROUPS / "base"
 MODELS = WORK / "models"
 LLAMACPP = WORK / "llamacpp"
 VENV = WORK / "venv"
-#: the quantized variant the recipe compares with BF16 (llama-quantize's type name)
-QUANT = "Q4_K_M"
-
-#: Meta-Llama-3-8B's config.json, less its weights: a real architecture's shape (8.03 B
-#: parameters, GQA 32/8 heads, 128,256-token vocabulary), random weights
-LLAMA3_8B: dict[str, Any] = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
-    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
-    "num_key_value_heads": 8, "head_dim": 128, "hidden_act": "silu",
-    "max_position_embeddings": 8192, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
-    "rope_parameters": {"rope_type": "default", "rope_theta": 500000.0},
-    "attention_bias": False, "mlp_bias": False, "tie_word_embeddings": False,
-    "vocab_size": 128256, "initializer_range": 0.02, "use_cache": True,
-    "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
-#: a few-million-parameter model of the same kind, for trying ``make-model`` on a CPU
-SMALL: dict[str, Any] = {**LLAMA3_8B, "hidden_size": 256, "intermediate_size": 512,
-                         "num_hidden_layers": 2, "num_attention_heads": 4,
-                         "num_key_value_heads": 2, "head_dim": 64}
+VLLM_ENV = WORK / "vllm-env"
+SDIST_VERSION = "0.3.36"
+TRIMMED = f"llama-cpp-python-{SDIST_VERSION}-trimmed.tar.gz"
+TARGET = MODELS / "llama3-8b-shape"
+DRAFT = MODELS / "llama3-8b-shape-draft2"
+#: the image's interpreter (torch, transformers, numpy …); a venv itself
+IMAGE_PYTHON = "python3"
 
 #: large distributions the GPU image has (KINDS.md's package list): never carried
-DEVICE_HAS = frozenset({
-    "numpy", "pandas", "matplotlib", "pillow", "fonttools", "kiwisolver", "contourpy",
-    "transformers", "tokenizers", "huggingface-hub", "hf-xet", "safetensors", "regex",
-    "pyyaml", "pyparsing", "cycler", "python-dateutil", "six", "torch"})
+DEVICE_HAS = gpu_bundle.IMAGE_HAS
 #: what a dependency needs only on the GPU machine's Python (``pip download`` reads markers
 #: with this interpreter's version): papermill wants aiohttp from Python 3.12 on
 FOR_NEWER_PYTHONS = ("aiohttp>=3.9",)
-#: ``pip download``'s platform tags for the GPU machine (x86-64, glibc 2.39)
-PLATFORMS = ("manylinux_2_39_x86_64", "manylinux_2_35_x86_64", "manylinux_2_34_x86_64",
-             "manylinux_2_31_x86_64", "manylinux_2_28_x86_64", "manylinux_2_27_x86_64",
-             "manylinux_2_26_x86_64", "manylinux_2_24_x86_64", "manylinux_2_17_x86_64",
-             "manylinux2014_x86_64", "manylinux_2_12_x86_64", "manylinux2010_x86_64",
-             "manylinux_2_5_x86_64", "manylinux1_x86_64")
-
-SPECIAL_TOKENS = ("<|pad|>", "<|begin_of_text|>", "<|end_of_text|>", "<|im_start|>",
-                  "<|im_end|>")  # ids 0..4, as the config's pad/bos/eos ids say
-CHAT_TEMPLATE = (
-    "{{ bos_token }}{% for message in messages %}{{ '<|im_start|>' + message['role'] + "
-    "'\\n' + message['content'] + '<|im_end|>\\n' }}{% endfor %}{% if add_generation_prompt "
-    "%}{{ '<|im_start|>assistant\\n' }}{% endif %}")
 
 
 def log(msg: str) -> None:
     print(f"gpu_run: {msg}", file=sys.stderr, flush=True)
 
 
-def _mib(path: Path) -> float:
-    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
-    return sum(p.stat().st_size for p in files) / 2**20
-
-
 def _normal(name: str) -> str:
-    return name.lower().replace("_", "-").replace(".", "-")
-
-
-@contextmanager
-def _timed(seconds: dict[str, float], part: str) -> Iterator[None]:
-    t0 = time.monotonic()
-    yield
-    seconds[part] = round(time.monotonic() - t0, 1)
-    log(f"{part}: {seconds[part]:.1f} s")
+    return gpu_bundle.normal(name)
 
 
 # --------------------------------------------------------------------------- stage (here)
@@ -167,7 +126,7 @@ def _constraints(dest: Path) -> Path:
     return path
 
 
-def download_wheels(dest: Path, pythons: Sequence[str]) -> list[Path]:
+def download_kit_wheels(dest: Path, pythons: Sequence[str]) -> list[Path]:
     """Wheels of the kit's dependencies and theirs for each Python version, less what the GPU
     image has (:data:`DEVICE_HAS`)."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -176,7 +135,8 @@ def download_wheels(dest: Path, pythons: Sequence[str]) -> list[Path]:
         tag = version.replace(".", "")
         argv = [sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:",
                 "--python-version", version, "--implementation", "cp", "--abi", f"cp{tag}",
-                "--abi", "abi3", "--abi", "none", *(f"--platform={p}" for p in PLATFORMS),
+                "--abi", "abi3", "--abi", "none",
+                *(f"--platform={p}" for p in gpu_bundle.PLATFORMS),
                 "-c", str(constraints), "-d", str(dest), *kit_requirements(),
                 *FOR_NEWER_PYTHONS]
         subprocess.run(argv, check=True)
@@ -189,353 +149,399 @@ def download_wheels(dest: Path, pythons: Sequence[str]) -> list[Path]:
     return kept
 
 
-def write_tokenizer(dest: Path, vocab_size: int) -> Path:
-    """A byte-level BPE of exactly ``vocab_size`` tokens (the special tokens first), trained
-    on this Python's stdlib sources, with a ChatML template: ``tokenizer.json.gz`` and
-    ``tokenizer_config.json``. llama.cpp's converter declares it as the ``gpt-2``
-    pre-tokenizer (its split regex)."""
-    import sysconfig
+def stage_base(pythons: Sequence[str], force: bool) -> list[tuple[Path, str]]:
+    """The ``base`` group's files: trimmed llama.cpp source, the kit's wheels, the tokenizer."""
+    from gpu_models import LLAMA3_8B, write_tokenizer
 
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
-    texts = [p.read_text(encoding="utf-8", errors="replace")
-             for p in sorted(stdlib.rglob("*.py")) if "site-packages" not in p.parts]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts, trainer=trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS), show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    short = vocab_size - tok.get_vocab_size(with_added_tokens=True)
-    if short > 0:  # a small corpus stops early: plain (not special) tokens fill the rest
-        tok.add_tokens([AddedToken(f"<|fill_{i}|>", normalized=False) for i in range(short)])
-    if tok.get_vocab_size(with_added_tokens=True) != vocab_size:
-        raise SystemExit(f"gpu_run: the tokenizer has {tok.get_vocab_size()} tokens, not "
-                         f"{vocab_size}")
-    dest.mkdir(parents=True, exist_ok=True)
-    with gzip.open(dest / "tokenizer.json.gz", "wt", encoding="utf-8", compresslevel=9) as fh:
-        fh.write(tok.to_str())
-    added = {str(i): {"content": t, "lstrip": False, "normalized": False, "rstrip": False,
-                      "single_word": False, "special": True}
-             for i, t in enumerate(SPECIAL_TOKENS)}
-    (dest / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "PreTrainedTokenizerFast", "bos_token": SPECIAL_TOKENS[1],
-        "eos_token": SPECIAL_TOKENS[2], "pad_token": SPECIAL_TOKENS[0],
-        "add_bos_token": True, "clean_up_tokenization_spaces": False,
-        "model_max_length": LLAMA3_8B["max_position_embeddings"],
-        "added_tokens_decoder": added, "chat_template": CHAT_TEMPLATE}, indent=2) + "\n")
-    return dest
+    cache = DEVICE / "cache"
+    sdist = cache / f"llama_cpp_python-{SDIST_VERSION}.tar.gz"
+    if not sdist.is_file():
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:",
+                        "--no-deps", f"llama-cpp-python=={SDIST_VERSION}", "-d", str(cache)],
+                       check=True)
+    trimmed = cache / TRIMMED
+    if force or not trimmed.is_file():
+        trim_sdist(sdist, trimmed)
+    wheels = cache / "kit-wheels"
+    if force:
+        shutil.rmtree(wheels, ignore_errors=True)
+    kept = download_kit_wheels(wheels, pythons)
+    tokenizer = cache / "tokenizer"
+    if force or not (tokenizer / "tokenizer.json.gz").is_file():
+        write_tokenizer(tokenizer, int(LLAMA3_8B["vocab_size"]))
+    return [(trimmed, TRIMMED), (tokenizer, "tokenizer"),
+            *((w, f"wheels/{w.name}") for w in kept)]
 
 
-def device_calls() -> list[dict[str, Any]]:
-    """The two device calls, as the device tool's ``run`` takes them."""
-    carry = [str(BUNDLE.relative_to(REPO))]
-    return [{"carry": carry, "timeout_s": 600,
-             "command": "PYTHONUNBUFFERED=1 python3 tools/gpu_run.py prepare 2>&1"},
-            {"carry": carry, "timeout_s": 600,
-             "command": "PYTHONUNBUFFERED=1 python3 tools/gpu_run.py bench 2>&1"}]
+def stage_vllm() -> list[tuple[Path, str]]:
+    """The ``vllm`` group's files: exactly the locked wheels, checked."""
+    wheels = gpu_bundle.download_locked(DEVICE / "cache" / "vllm-wheels")
+    return [(w, w.name) for w in wheels]
+
+
+def device_calls(parts: Sequence[Path]) -> list[dict[str, Any]]:
+    """The device calls of a visit, as the device tool's ``run`` takes them: one per part,
+    then waits for the runs."""
+    calls: list[dict[str, Any]] = [
+        {"carry": [str(p.relative_to(REPO))], "timeout_s": 300,
+         "command": "PYTHONUNBUFFERED=1 python3 tools/gpu_run.py call 2>&1"} for p in parts]
+    for job in ("memory", "compare"):
+        calls.append({"timeout_s": 600, "command": "PYTHONUNBUFFERED=1 python3 "
+                      f"tools/gpu_run.py call --wait {job} --timeout 540 2>&1"})
+    return calls
 
 
 def stage(args: argparse.Namespace) -> int:
-    seconds: dict[str, float] = {}
-    BUNDLE.mkdir(parents=True, exist_ok=True)
-    with _timed(seconds, "llama.cpp source"):
-        sdist = args.sdist
-        if sdist is None:
-            cache = DEVICE / "cache"
-            sdist = cache / f"llama_cpp_python-{SDIST_VERSION}.tar.gz"
-            if not sdist.is_file():
-                subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary",
-                                ":all:", "--no-deps", f"llama-cpp-python=={SDIST_VERSION}",
-                                "-d", str(cache)], check=True)
-        trimmed = BUNDLE / TRIMMED
-        if args.force or not trimmed.is_file():
-            trim_sdist(sdist, trimmed)
-    with _timed(seconds, "wheels"):
-        wheels = BUNDLE / "wheels"
-        if args.force:
-            shutil.rmtree(wheels, ignore_errors=True)
-        kept = download_wheels(wheels, args.python)
-    with _timed(seconds, "tokenizer"):
-        tokenizer = BUNDLE / "tokenizer"
-        if args.force or not (tokenizer / "tokenizer.json.gz").is_file():
-            write_tokenizer(tokenizer, int(LLAMA3_8B["vocab_size"]))
-    total = _mib(BUNDLE)
-    log(f"{BUNDLE.relative_to(REPO)}: {total:.1f} MiB ({_mib(trimmed):.1f} llama.cpp, "
-        f"{len(kept)} wheels {_mib(wheels):.1f}, tokenizer {_mib(tokenizer):.1f})")
-    if total > 60:
-        raise SystemExit("gpu_run: the bundle is over 60 MiB: the device carries 64 MiB "
-                         "with the working tree")
+    t0 = time.perf_counter()
+    parts: list[Path] = []
+    if "base" in args.groups:
+        parts += gpu_bundle.pack("base", stage_base(args.python, args.force))
+    if "vllm" in args.groups:
+        parts += gpu_bundle.pack("vllm", stage_vllm())
+    log(f"staged in {time.perf_counter() - t0:.0f} s")
     print("device calls (the device tool's run, one after the other, no pause between):")
-    for call in device_calls():
+    for call in device_calls(parts):
         print(json.dumps(call))
     return 0
 
 
-# ----------------------------------------------------------------- prepare (GPU machine)
+# ------------------------------------------------------------------- jobs (GPU machine)
 
-def _run(argv: Sequence[str | Path], logfile: Path | None = None, **kw: Any) -> None:
+def _run(argv: Sequence[str | Path], **kw: Any) -> None:
     log("$ " + " ".join(str(a) for a in argv))
-    if logfile is None:
-        subprocess.run([str(a) for a in argv], check=True, **kw)
-        return
-    with logfile.open("w") as fh:
-        done = subprocess.run([str(a) for a in argv], stdout=fh, stderr=subprocess.STDOUT,
-                              check=False, **kw)
-    if done.returncode:
-        tail = logfile.read_text(errors="replace").splitlines()[-30:]
-        raise SystemExit("\n".join(tail) + f"\ngpu_run: {argv[0]} … exited {done.returncode}")
-
-
-def _facts() -> dict[str, str]:
-    """What the machine is: Python, GPU, nvcc, disk."""
-    def out(*argv: str) -> str:
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=60,
-                                  check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"({exc})"
-        return (done.stdout + done.stderr).strip()
-
-    usage = shutil.disk_usage(REPO)
-    return {"python": platform.python_version(), "machine": platform.machine(),
-            "gpus": out("nvidia-smi", "-L"),
-            "nvcc": out("nvcc", "--version").splitlines()[-2:][0] if shutil.which("nvcc")
-            else "(no nvcc)",
-            "cpus": str(os.cpu_count()), "disk_free_gib": f"{usage.free / 2**30:.0f}"}
+    subprocess.run([str(a) for a in argv], check=True, **kw)
 
 
 def image_site_packages() -> list[str]:
     """This interpreter's site-packages when it is itself a venv: the image's ``python3`` is
     ``/opt/torch/.venv/bin/python3``, and a venv made from it with
     ``--system-site-packages`` sees the base Python's packages, not the image's (torch,
-    transformers …), which :func:`make_venv` adds with a ``.pth`` file."""
+    transformers …), which :func:`venv_over_image` adds with a ``.pth`` file."""
     if sys.prefix == sys.base_prefix:
         return []
     return [p for p in site.getsitepackages() if Path(p).is_dir()]
 
 
-def make_venv(python: str) -> Path:
-    """``.device/work/venv`` over the image's packages, with the carried wheels and the kit
-    (editable, so the notebooks import this checkout). Run by ``python`` itself."""
-    exe = VENV / "bin" / "python"
-    if not (VENV / ".ok").is_file():
-        _run([python, "-m", "venv", "--system-site-packages", str(VENV)])
-        version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-        image = image_site_packages()
-        if image:
-            pth = VENV / "lib" / version / "site-packages" / "_image.pth"
-            pth.write_text("\n".join(image) + "\n")
-        _run([exe, "-m", "pip", "install", "-q", "--no-index", "--find-links",
-              BUNDLE / "wheels", "--no-build-isolation", "-e", str(REPO)],
-             logfile=WORK / "logs" / "venv.log")
-        (VENV / ".ok").touch()
-    return exe
+def venv_over_image(path: Path) -> Path:
+    """A venv at ``path`` that sees the image's packages after its own (its site-packages
+    first, the image's through ``_image.pth``): what is installed into it wins."""
+    _run([sys.executable, "-m", "venv", "--system-site-packages", str(path)])
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    image = image_site_packages()
+    if image:
+        (path / "lib" / version / "site-packages" / "_image.pth").write_text(
+            "\n".join(image) + "\n")
+    return path / "bin" / "python"
 
 
-def make_model(out: Path, shape: dict[str, Any], device: str, seed: int = 0) -> Path:
-    """A random-weight ``LlamaForCausalLM`` of ``shape``, made on ``device`` in bfloat16
-    (transformers' own initialisation: normal(0, 0.02), norms 1), saved as safetensors, with
-    the staged tokenizer."""
-    torch: Any = importlib.import_module("torch")
-    transformers: Any = importlib.import_module("transformers")
-
-    config = transformers.LlamaConfig(**{k: v for k, v in shape.items()
-                                         if k not in ("architectures", "model_type")})
-    torch.manual_seed(seed)
-    torch.set_default_dtype(torch.bfloat16)
-    with torch.device(device):
-        model = transformers.LlamaForCausalLM(config)
-    model.to(torch.bfloat16)
-    partial = out.with_name(out.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    model.save_pretrained(str(partial), max_shard_size="5GB")
-    tokenizer = BUNDLE / "tokenizer"
-    with gzip.open(tokenizer / "tokenizer.json.gz", "rt", encoding="utf-8") as src:
-        (partial / "tokenizer.json").write_text(src.read(), encoding="utf-8")
-    shutil.copy2(tokenizer / "tokenizer_config.json", partial / "tokenizer_config.json")
-    shutil.rmtree(out, ignore_errors=True)
-    os.replace(partial, out)
-    return out
+def job_venv() -> None:
+    """The kit's venv (``benchlib run`` there): the base group's wheels, the kit editable."""
+    exe = venv_over_image(VENV)
+    _run([exe, "-m", "pip", "install", "-q", "--no-index", "--find-links", BASE / "wheels",
+          "--no-build-isolation", "-e", str(REPO)])
 
 
-def _model_and_gguf(args: argparse.Namespace) -> int:
-    """``make-model``, run by the image's python3 (torch, transformers; the kit on
-    PYTHONPATH: its model and converter code need neither pydantic nor the venv): the model
-    folder, then its BF16 GGUF; the safetensors are removed after (the GGUF is served)."""
+def job_vllm_env() -> None:
+    """vLLM's venv: the locked wheels, no resolution (the lock is the resolution); then its
+    import and its parser, so a missing module shows now and not at an engine start."""
+    exe = venv_over_image(VLLM_ENV)
+    wheels = sorted((GROUPS / "vllm").glob("*.whl"))
+    _run([exe, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+          *wheels])
+    _run([exe, "-c", "import vllm, vllm.entrypoints.openai.api_server as s; "
+          "print('vllm', vllm.__version__)"], env={**os.environ, **ENGINE_ENV})
+
+
+def _llamacpp_build(*extra: str, jobs: int) -> None:
+    cuda_bin = Path("/usr/local/cuda/bin")
+    env = dict(os.environ)
+    if shutil.which("nvcc") is None and (cuda_bin / "nvcc").is_file():
+        env["PATH"] = f"{cuda_bin}:{env.get('PATH', '')}"
+    _run([sys.executable, REPO / "tools" / "build_llamacpp.py", "--out", LLAMACPP, "--sdist",
+          BASE / TRIMMED, "--backend", "cuda", "--cuda-arch", "90", "--jobs", str(jobs),
+          "--also", "llama-quantize", *extra], env=env)
+
+
+def job_llamacpp_source() -> None:
+    """llama.cpp's tree and its GGUF converter (seconds): the conversion need not wait for
+    the build."""
+    _llamacpp_build("--converter-only", jobs=1)
+
+
+def job_llamacpp() -> None:
+    """llama-server and llama-quantize with CUDA for sm_90 (about 4 minutes on 12 cores)."""
+    _llamacpp_build(jobs=12)
+
+
+def job_target() -> None:
+    """The Llama-3-8B-shaped random model, made on the GPU (about a minute, 16 GB)."""
+    _run([sys.executable, REPO / "tools" / "gpu_models.py", "model", "--out", TARGET,
+          "--device", "cuda", "--tokenizer", BASE / "tokenizer"])
+
+
+def job_draft() -> None:
+    """The layer-skip draft: the target's first 2 layers, embedding and head."""
+    _run([sys.executable, REPO / "tools" / "gpu_models.py", "draft", "--target", TARGET,
+          "--out", DRAFT, "--layers", "2"])
+
+
+def job_gguf() -> None:
+    """The target and the draft as BF16 GGUFs (llama.cpp's converter): the same weights."""
+    sys.path.insert(0, str(REPO))
     from benchlib.models import convert_to_gguf
 
-    shape = LLAMA3_8B if args.shape == "llama3-8b" else SMALL
-    out = Path(args.out)
-    seconds: dict[str, float] = {}
-    gguf = out.with_name(f"{out.name}-bf16.gguf")
-    if not gguf.is_file():
-        with _timed(seconds, "model"):
-            make_model(out, shape, args.device)
-        with _timed(seconds, "convert_bf16"):
-            convert_to_gguf(out, gguf, "bf16", llamacpp_dir=Path(args.llamacpp))
-        if not args.keep_weights:
-            for f in [*out.glob("*.safetensors"), *out.glob("*.safetensors.index.json")]:
-                f.unlink()
-    print(json.dumps(seconds))
-    return 0
+    for folder in (DRAFT, TARGET):
+        out = MODELS / f"{folder.name}-bf16.gguf"
+        if not out.is_file():
+            convert_to_gguf(folder, out, "bf16", llamacpp_dir=LLAMACPP)
 
 
-def prepare(args: argparse.Namespace) -> int:
-    t_all = time.monotonic()
-    (WORK / "logs").mkdir(parents=True, exist_ok=True)
-    cuda_bin = Path("/usr/local/cuda/bin")
-    if shutil.which("nvcc") is None and (cuda_bin / "nvcc").is_file():
-        os.environ["PATH"] = f"{cuda_bin}:{os.environ.get('PATH', '')}"
-    record_path = WORK / "prepare.json"
-    record: dict[str, Any] = (json.loads(record_path.read_text()) if record_path.is_file()
-                              else {"seconds": {}})
-    seconds: dict[str, float] = record["seconds"]
-    record["machine"] = _facts()
-    log(json.dumps(record["machine"]))
-    sdist = BUNDLE / TRIMMED
-    build_cmd = [sys.executable, str(REPO / "tools" / "build_llamacpp.py"), "--out",
-                 str(LLAMACPP), "--sdist", str(sdist), "--backend", "cuda", "--cuda-arch",
-                 args.cuda_arch, "--jobs", str(args.jobs), "--also", "llama-quantize"]
-    build: subprocess.Popen[bytes] | None = None
-    built = (LLAMACPP / "bin" / "llama-quantize").is_file()
-    if not built:
-        with _timed(seconds, "llama.cpp source"):
-            _run([*build_cmd, "--converter-only"], logfile=WORK / "logs" / "source.log")
-        t_build = time.monotonic()
-        build_log = (WORK / "logs" / "build.log").open("w")
-        log("llama.cpp build started (background): logs/build.log")
-        build = subprocess.Popen(build_cmd, stdout=build_log, stderr=subprocess.STDOUT)
-    venv_error = None
-    with _timed(seconds, "venv"):
-        try:  # the benchmark's, not the model's: a failure here leaves the rest to go on
-            make_venv(sys.executable)
-        except (SystemExit, subprocess.CalledProcessError) as exc:
-            venv_error = str(exc)
-            log(f"venv failed: {exc}")
-    model_dir = MODELS / MODEL_NAME
-    bf16 = MODELS / f"{MODEL_NAME}-bf16.gguf"
-    quant = MODELS / f"{MODEL_NAME}-{QUANT.lower()}.gguf"
-    if not bf16.is_file():  # the image's python3: torch, transformers; the kit from here
-        t0 = time.monotonic()
-        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "make-model",
-                               "--out", str(model_dir), "--llamacpp", str(LLAMACPP)],
-                              capture_output=True, text=True, check=False,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
-        sys.stderr.write(done.stderr[-3000:])
-        if done.returncode:
-            raise SystemExit(f"gpu_run: make-model exited {done.returncode}")
-        seconds.update(json.loads(done.stdout.strip().splitlines()[-1]))
-        seconds["model_and_convert"] = round(time.monotonic() - t0, 1)
-    if build is not None:
-        code = build.wait()
-        seconds["llama.cpp build (wall)"] = round(time.monotonic() - t_build, 1)
-        if code:
-            tail = (WORK / "logs" / "build.log").read_text(errors="replace")
-            raise SystemExit(tail[-4000:] + f"\ngpu_run: the llama.cpp build exited {code}")
-    build_record = json.loads((LLAMACPP / "BUILD.json").read_text())
-    record["llamacpp"] = {k: build_record.get(k) for k in ("commit", "build_number",
-                                                            "backend", "nvcc", "seconds",
-                                                            "version_output")}
-    if not quant.is_file():
-        with _timed(seconds, "quantize"):
-            partial = quant.with_name(f".{quant.name}.partial")
-            _run([LLAMACPP / "bin" / "llama-quantize", bf16, partial, QUANT,
-                  str(args.jobs)], logfile=WORK / "logs" / "quantize.log")
-            os.replace(partial, quant)
-    record["files_gib"] = {p.name: round(p.stat().st_size / 2**30, 3) for p in (bf16, quant)}
-    seconds["prepare (this call)"] = round(time.monotonic() - t_all, 1)
-    record_path.write_text(json.dumps(record, indent=2) + "\n")
-    print(json.dumps(record, indent=2))
-    out = os.environ.get("OUT")
-    if out:
-        shutil.copy2(record_path, Path(out) / "prepare.json")
-    if venv_error:
-        log(f"the venv is not ready ({venv_error}): bench tries again")
-        return 1
-    return 0
+def job_tiny() -> None:
+    """The kit's tiny model: its 4,096-token tokenizer serves the config-only models."""
+    _run([VENV / "bin" / "benchlib", "tiny-model", "--out", REPO / ".models" / "tiny-llama"])
 
 
-# ------------------------------------------------------------------- bench (GPU machine)
-
-def _run_folder(output: str) -> Path:
-    """The run folder ``benchlib run`` named (its ``run: PATH`` line)."""
-    for line in output.splitlines():
-        for prefix in ("run: ", "resuming: "):
-            if line.startswith(prefix):
-                return Path(line[len(prefix):].strip())
-    raise SystemExit("gpu_run: benchlib run named no run folder")
-
-
-def bench(args: argparse.Namespace) -> int:
-    (WORK / "logs").mkdir(parents=True, exist_ok=True)
-    make_venv(sys.executable)
-    benchlib = VENV / "bin" / "benchlib"
-    needed = [benchlib, LLAMACPP / "bin" / "llama-server",
-              MODELS / f"{MODEL_NAME}-bf16.gguf", MODELS / f"{MODEL_NAME}-{QUANT.lower()}.gguf"]
-    missing = [str(p.relative_to(REPO)) for p in needed if not p.exists()]
-    if missing:
-        raise SystemExit(f"gpu_run: run prepare first (missing: {', '.join(missing)})")
-    out = Path(os.environ.get("OUT") or WORK / "out")
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.monotonic()
-    argv = [str(benchlib), "run", args.recipe, *(["--force"] if args.force else [])]
-    log("$ " + " ".join(argv))
-    proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+def _bench(recipe: str, job: str) -> None:
+    """``benchlib run`` of ``recipe``; the run folder packed into the outbox either way."""
+    OUTBOX.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([str(VENV / "bin" / "benchlib"), "run", recipe], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    (JOBS_DIR / f"{job}.child").write_text(str(proc.pid))
     assert proc.stdout is not None
-    lines = []
-    with (out / "bench.log").open("w") as fh:
+    run_dir = None
+    with (OUTBOX / f"{job}.log").open("w") as fh:
         for line in proc.stdout:
             sys.stdout.write(line)
             fh.write(line)
-            lines.append(line)
+            fh.flush()
+            for prefix in ("run: ", "resuming: "):
+                if line.startswith(prefix):
+                    run_dir = Path(line[len(prefix):].strip())
     code = proc.wait()
-    seconds = round(time.monotonic() - t0, 1)
-    run_dir = _run_folder("".join(lines))
-    log(f"benchlib run exited {code} after {seconds} s: {run_dir}")
-    for src, name in ((WORK / "prepare.json", "prepare.json"),
-                      (LLAMACPP / "BUILD.json", "BUILD.json")):
-        if src.is_file():
-            shutil.copy2(src, out / name)
-    smi = subprocess.run(["nvidia-smi", "-q"], capture_output=True, text=True, check=False)
-    (out / "nvidia-smi-q.txt").write_text(smi.stdout)
-    (out / "bench.json").write_text(json.dumps({"exit_code": code, "seconds": seconds,
-                                                "run_dir": str(run_dir)}) + "\n")
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        tar.add(run_dir, arcname=run_dir.name)
-    (out / "run.tar.gz").write_bytes(buf.getvalue())
-    log(f"{out / 'run.tar.gz'}: {len(buf.getvalue()) / 2**20:.1f} MiB")
-    return code
+    if run_dir is not None and run_dir.is_dir():
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            tar.add(run_dir, arcname=run_dir.name)
+        (OUTBOX / f"{job}.tar.gz").write_bytes(buf.getvalue())
+    if code:
+        raise SystemExit(f"benchlib run {recipe} exited {code}")
+
+
+#: what the vLLM engines need there (../shared/notes/vllm-gpu.md; NVLink multicast stays off)
+ENGINE_ENV = {"VLLM_USE_FLASHINFER_SAMPLER": "0", "NCCL_NVLS_ENABLE": "0",
+              "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+@dataclass(frozen=True)
+class Job:
+    """One step of a visit: it starts once every job in ``needs`` succeeded (a group name
+    ``group:X`` once that group is whole) and every job in ``after`` ended either way."""
+
+    name: str
+    needs: tuple[str, ...]
+    after: tuple[str, ...] = ()
+    gpu: bool = False
+
+
+#: the visit, as a table. Rule: a GPU job comes after the GPU job before it, so engines and
+#: the model maker never share the GPU (a memory plan read beside another process is wrong).
+JOBS: tuple[Job, ...] = (
+    Job("venv", needs=("group:base",)),
+    Job("llamacpp-source", needs=("group:base",)),
+    Job("llamacpp", needs=("llamacpp-source",)),
+    Job("target", needs=("group:base",), gpu=True),
+    Job("draft", needs=("target",)),
+    Job("gguf", needs=("draft", "llamacpp-source")),
+    Job("tiny", needs=("venv",)),
+    Job("vllm-env", needs=("group:vllm",)),
+    Job("memory", needs=("venv", "vllm-env", "tiny"), after=("target",), gpu=True),
+    Job("compare", needs=("venv", "vllm-env", "llamacpp", "gguf"), after=("memory",),
+        gpu=True),
+)
+NEVER_RAN = "a job it needs failed"
+RUNS = {"memory": "params/h200-memory.yaml", "compare": "params/h200-vllm-llamacpp.yaml"}
+STEPS = {"venv": job_venv, "llamacpp-source": job_llamacpp_source, "llamacpp": job_llamacpp,
+         "target": job_target, "draft": job_draft, "gguf": job_gguf, "tiny": job_tiny,
+         "vllm-env": job_vllm_env}
+assert {j.name for j in JOBS} == set(STEPS) | set(RUNS), "every job has one way to run"
+
+
+def state(name: str) -> str:
+    """``waiting``, ``running``, ``ok`` or ``failed`` (from the job's files)."""
+    for end in ("ok", "failed"):
+        if (JOBS_DIR / f"{name}.{end}").is_file():
+            return end
+    return "running" if (JOBS_DIR / f"{name}.started").is_file() else "waiting"
+
+
+def _ready(job: Job, groups: dict[str, Any]) -> bool | None:
+    """True: start it; False: not yet; None: never (something it needs failed)."""
+    for need in job.needs:
+        if need.startswith("group:"):
+            if not groups.get(need[6:], {}).get("whole"):
+                return False
+        elif state(need) == "failed":
+            return None
+        elif state(need) != "ok":
+            return False
+    return all(state(a) in ("ok", "failed") for a in job.after)
+
+
+def drive(args: argparse.Namespace) -> int:
+    """Start each job when it is ready, until every job has ended."""
+    JOBS_DIR.mkdir(parents=True, exist_ok=True)
+    LOGS.mkdir(parents=True, exist_ok=True)
+    (JOBS_DIR / "driver.pid").write_text(str(os.getpid()))
+    running: dict[str, subprocess.Popen[bytes]] = {}
+    while True:
+        groups = gpu_bundle.receive()
+        for name, proc in list(running.items()):
+            if proc.poll() is not None:
+                (JOBS_DIR / f"{name}.{'ok' if proc.returncode == 0 else 'failed'}").write_text(
+                    f"{time.time()}\n")
+                del running[name]
+        for job in JOBS:
+            if state(job.name) != "waiting" or job.name in running:
+                continue
+            ready = _ready(job, groups)
+            if ready is None:
+                (JOBS_DIR / f"{job.name}.failed").write_text(NEVER_RAN + "\n")
+            elif ready:
+                (JOBS_DIR / f"{job.name}.started").write_text(f"{time.time()}\n")
+                with (LOGS / f"{job.name}.log").open("wb") as fh:
+                    running[job.name] = subprocess.Popen(
+                        [sys.executable, __file__, "job", job.name], stdout=fh,
+                        stderr=subprocess.STDOUT, cwd=REPO,
+                        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        if all(state(j.name) in ("ok", "failed") for j in JOBS) and not running:
+            return 0
+        time.sleep(2)
+
+
+def run_job(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    if args.name in RUNS:
+        _bench(RUNS[args.name], args.name)
+    else:
+        STEPS[args.name]()
+    log(f"{args.name}: done in {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+def _driver_alive() -> bool:
+    pid_file = JOBS_DIR / "driver.pid"
+    if not pid_file.is_file():
+        return False
+    try:
+        os.kill(int(pid_file.read_text()), 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _seconds(name: str) -> str:
+    start = JOBS_DIR / f"{name}.started"
+    if not start.is_file():
+        return ""
+    t0 = float(start.read_text().split()[0])
+    end = next((JOBS_DIR / f"{name}.{e}" for e in ("ok", "failed")
+                if (JOBS_DIR / f"{name}.{e}").is_file()), None)
+    try:
+        t1 = float(end.read_text().split()[0]) if end else time.time()
+    except ValueError:
+        t1 = time.time()
+    return f"{t1 - t0:.0f} s"
+
+
+def report() -> dict[str, Any]:
+    """Every job's state and seconds, the tail of a failed job's log, the groups' parts."""
+    out: dict[str, Any] = {"jobs": {}, "groups": gpu_bundle.receive()}
+    for job in JOBS:
+        entry: dict[str, Any] = {"state": state(job.name), "seconds": _seconds(job.name)}
+        logfile = LOGS / f"{job.name}.log"
+        if logfile.is_file() and entry["state"] in ("failed", "running"):
+            entry["tail"] = logfile.read_text(errors="replace").splitlines()[-12:]
+        out["jobs"][job.name] = entry
+    usage = shutil.disk_usage(REPO)
+    out["disk_free_gib"] = round(usage.free / 2**30, 1)
+    return out
+
+
+def call(args: argparse.Namespace) -> int:
+    """One device call: parts in, the driver running, a wait, the state, outputs out."""
+    JOBS_DIR.mkdir(parents=True, exist_ok=True)
+    for name in args.rerun:
+        for end in ("started", "ok", "failed", "delivered"):
+            (JOBS_DIR / f"{name}.{end}").unlink(missing_ok=True)
+    for job in JOBS:  # jobs that never ran because a rerun job had failed: ready again
+        failed = JOBS_DIR / f"{job.name}.failed"
+        if args.rerun and failed.is_file() and failed.read_text().startswith(NEVER_RAN):
+            failed.unlink()
+    for name in args.stop:
+        child = JOBS_DIR / f"{name}.child"
+        if child.is_file():
+            try:
+                os.kill(int(child.read_text()), signal.SIGTERM)
+            except (OSError, ValueError) as exc:
+                log(f"stop {name}: {exc}")
+    gpu_bundle.receive()
+    if not _driver_alive():
+        LOGS.mkdir(parents=True, exist_ok=True)
+        with (LOGS / "driver.log").open("ab") as fh:
+            subprocess.Popen([sys.executable, __file__, "drive"], stdout=fh,
+                             stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
+                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        log("driver started")
+    deadline = time.monotonic() + args.timeout
+    while args.wait and state(args.wait) in ("waiting", "running") and (
+            time.monotonic() < deadline):
+        time.sleep(3)
+    status = report()
+    status["machine"] = {"python": platform.python_version(),
+                         "gpu": subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                                               text=True, check=False).stdout.strip()}
+    print(json.dumps(status, indent=1))
+    out = os.environ.get("OUT")
+    if out:
+        (Path(out) / "status.json").write_text(json.dumps(status, indent=1) + "\n")
+        sent = 1
+        for run in RUNS:
+            delivered = JOBS_DIR / f"{run}.delivered"
+            if state(run) in ("ok", "failed") and not delivered.is_file():
+                for suffix in (".tar.gz", ".log"):
+                    src = OUTBOX / f"{run}{suffix}"
+                    if src.is_file() and sent < 8:
+                        shutil.copy2(src, Path(out) / src.name)
+                        sent += 1
+                delivered.write_text("")
+        for src in (LLAMACPP / "BUILD.json",):
+            if src.is_file() and sent < 8:
+                shutil.copy2(src, Path(out) / src.name)
+                sent += 1
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("stage", help="here: fill .device/bundle and print the device calls")
-    s.add_argument("--sdist", type=Path, help="the llama-cpp-python sdist (else pip download)")
+    s = sub.add_parser("stage", help="here: pack the groups into parts, print the calls")
+    s.add_argument("--groups", nargs="+", default=["base", "vllm"])
     s.add_argument("--python", nargs="+", default=["3.12", "3.13"],
                    help="the GPU machine's Python (its image: 3.12); wheels for each")
     s.add_argument("--force", action="store_true", help="make every part again")
     s.set_defaults(func=stage)
-    r = sub.add_parser("prepare", help="there: build llama.cpp, make the model and its GGUFs")
-    r.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    r.add_argument("--cuda-arch", default="90", help="CMAKE_CUDA_ARCHITECTURES (H200: 90)")
-    r.set_defaults(func=prepare)
-    m = sub.add_parser("make-model", help="there, in the venv: the model folder and its BF16 "
-                                          "GGUF (prepare runs it)")
-    m.add_argument("--out", required=True)
-    m.add_argument("--llamacpp", default=str(LLAMACPP))
-    m.add_argument("--shape", choices=["llama3-8b", "small"], default="llama3-8b")
-    m.add_argument("--device", default="cuda")
-    m.add_argument("--keep-weights", action="store_true", help="keep the safetensors")
-    m.set_defaults(func=_model_and_gguf)
-    b = sub.add_parser("bench", help="there: benchlib run, the run folder packed into $OUT")
-    b.add_argument("--recipe", default=RECIPE)
-    b.add_argument("--force", action="store_true", help="a new run folder")
-    b.set_defaults(func=bench)
+    c = sub.add_parser("call", help="there: parts in, driver on, wait, state, outputs out")
+    c.add_argument("--wait", default="", help="a job to wait for")
+    c.add_argument("--timeout", type=float, default=0.0, help="seconds to wait at most")
+    c.add_argument("--rerun", nargs="*", default=[], help="jobs to run again")
+    c.add_argument("--stop", nargs="*", default=[], help="jobs to end (SIGTERM)")
+    c.set_defaults(func=call)
+    d = sub.add_parser("drive", help="there, detached: run the jobs as they become ready")
+    d.set_defaults(func=drive)
+    j = sub.add_parser("job", help="there: one job (the driver runs them)")
+    j.add_argument("name", choices=[job.name for job in JOBS])
+    j.set_defaults(func=run_job)
     args = p.parse_args(argv)
     code: int = args.func(args)
     return code

@@ -1,7 +1,9 @@
 """Each engine kind's command line, built from a recipe; secrets redacted for the record.
 
 * vLLM: ``python -m vllm.entrypoints.openai.api_server --model … --served-model-name …``
-  (the ``vllm`` console script of some builds is broken; the module always works).
+  (the ``vllm`` console script of some builds is broken; the module always works), with
+  ``--tokenizer`` for ``model.tokenizer`` and ``--load-format dummy`` for dummy weights
+  (SGLang: ``--tokenizer-path``, ``--load-format dummy``).
 * SGLang: ``python -m sglang.launch_server --model-path … --served-model-name …`` (still
   supported in 0.5.23, which recommends ``sglang serve``; both read the same parser).
 * llama.cpp: ``llama-server -m X.gguf --alias … -c N --metrics -lv 4`` (verbosity 4: the
@@ -106,6 +108,12 @@ def _slots(args: list[str]) -> int:
     return 1
 
 
+def _model_files(tokenizer_flag: str, model: ModelSpec) -> list[str]:
+    """vLLM's and SGLang's flags for the model's own tokenizer folder and dummy weights."""
+    out = [tokenizer_flag, str(model.tokenizer)] if model.tokenizer is not None else []
+    return out + (["--load-format", "dummy"] if model.weights == "dummy" else [])
+
+
 def parallel_args(engine: EngineSpec) -> list[str]:
     """The flags of ``engine.parallel`` every node passes (none without it): the sizes
     always, so the command says them, and vLLM's executor backend when the recipe names one
@@ -138,11 +146,13 @@ def plan_launch(engine: EngineSpec, model: ModelSpec, model_path: Path,
                 "--host", host, "--port", str(port)]
         if ctx:
             argv += ["--max-model-len", *ctx]
+        argv += _model_files("--tokenizer", model)
     elif engine.kind == "sglang":
         argv = [_python(engine), "-m", "sglang.launch_server", "--model-path", str(model_path),
                 "--served-model-name", name, "--host", host, "--port", str(port)]
         if ctx:
             argv += ["--context-length", *ctx]
+        argv += _model_files("--tokenizer-path", model)
     elif engine.kind == "llamacpp":
         if engine.executable is not None:
             argv = [str(engine.executable), "-m", str(model_path), "--alias", name,

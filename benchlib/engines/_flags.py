@@ -43,7 +43,9 @@ _KIT_FIELDS = {"--model": "model", "--model-path": "model", "-m": "model",
                "--distributed-executor-backend": "engine.parallel.backend",
                "--nnodes": "hardware.nodes", "--node-rank": "hardware.nodes",
                "--master-addr": "engine.parallel.head", "--dist-init-addr":
-               "engine.parallel.head", "--master-port": "engine.parallel.init_port"}
+               "engine.parallel.head", "--master-port": "engine.parallel.init_port",
+               "--tokenizer": "model.tokenizer", "--tokenizer-path": "model.tokenizer",
+               "--load-format": "model.weights"}
 #: different flags for one setting: given beside the kit's, the two would fight
 _SAME_SETTING = {"vllm": ({"--speculative-config", "--spec-method", "--spec-model",
                            "--spec-tokens"},),

@@ -60,6 +60,9 @@ Pin = Annotated[str, BeforeValidator(_must_be_text)]
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
 
+#: the engines that make random weights from a config alone (``--load-format dummy``)
+DUMMY_WEIGHT_ENGINES = ("vllm", "sglang")
+
 StepName = Literal["00_plan", "01_download", "02_launch", "03_measure", "04_compare"]
 ALL_STEPS: tuple[StepName, ...] = ("00_plan", "01_download", "02_launch", "03_measure",
                                    "04_compare")
@@ -82,7 +85,13 @@ class ModelSpec(_Strict):
     hf_token_env: EnvName | None = Field(None, description="env var holding a hub token")
     served_name: str | None = Field(None, description="name the engine serves it under")
     tokenizer: Path | None = Field(None, description="local tokenizer folder, when the "
-                                   "model's own files have none (GGUF)")
+                                   "model's own files have none (GGUF, a config-only folder); "
+                                   "vLLM and SGLang are given it too")
+    weights: Literal["real", "dummy"] = Field(
+        "real", description="dummy: the engine makes random weights from config.json alone "
+        "(vLLM's and SGLang's --load-format dummy), so a plan can be checked against the live "
+        "engine before hundreds of GiB are downloaded; memory and timings are real, text, "
+        "speculative acceptance and accuracy are not, and every row says so")
 
     @property
     def served_model_name(self) -> str:
@@ -339,7 +348,9 @@ class Recipe(_Strict):
     model: ModelSpec
     engine: EngineSpec
     hardware: HardwareSpec = Field(default_factory=HardwareSpec)
-    scenarios: list[Scenario] = Field(min_length=1)
+    scenarios: list[Scenario] = Field(
+        default_factory=list, description="what 03_measure measures; none for a start-only "
+        "run (steps without 03_measure)")
     variants: list[Variant] = Field(default_factory=list, description="engines compared")
     thinking: bool | None = Field(None, description="whether the engine is set up to think; "
                                   "None: the model's default (a variant may say otherwise)")
@@ -382,6 +393,24 @@ class Recipe(_Strict):
         dupes = sorted({n for n in variants if variants.count(n) > 1})
         if dupes:
             raise ValueError(f"variant names must be unique: {', '.join(dupes)}")
+        return self
+
+    @model_validator(mode="after")
+    def _dummy_weights(self) -> Recipe:
+        for name, r in self.variant_recipes():
+            if r.model.weights == "dummy" and r.engine.kind not in DUMMY_WEIGHT_ENGINES:
+                where = f"variants[{name}]" if name else "model"
+                raise ValueError(f"{where}: weights dummy needs an engine that makes them "
+                                 f"({', '.join(DUMMY_WEIGHT_ENGINES)}: --load-format dummy), "
+                                 f"not {r.engine.kind}")
+        return self
+
+    @model_validator(mode="after")
+    def _steps(self) -> Recipe:
+        if not self.scenarios and "03_measure" in self.steps:
+            raise ValueError("scenarios: at least one, unless steps leaves out 03_measure "
+                             "(a start-only run: the engine started, its memory report and "
+                             "/metrics read, stopped)")
         return self
 
     @model_validator(mode="after")
