@@ -244,8 +244,9 @@ def energy_figures(source: Source, devices: Sequence[Device], samples: Sequence[
     above = energy - idle_w * window.seconds if energy is not None and idle_w is not None \
         else None
     if above is not None and above < 0:
-        flags.append("the energy above idle is negative: the idle window drew more than the "
-                     "load (a device still busy before the scenario?)")
+        flags.append("the energy above idle is negative: the load drew no more than the idle "
+                     "window did (a load too light to tell apart, or a device still busy "
+                     "before the scenario)")
     awake = _not_at_rest(samples, devices, idle)
     if awake:
         flags.append(f"not at rest in the idle window ({', '.join(awake)}: NVML did not call "
