@@ -60,7 +60,8 @@ class NvmlReader:
         try:
             wanted = list(range(nvml.nvmlDeviceGetCount())) if gpus is None else list(gpus)
             if not wanted:
-                raise RuntimeError("NVML sees no GPU")
+                raise RuntimeError("NVML sees no GPU" if gpus is None else "no GPU to read "
+                                   "(CUDA_VISIBLE_DEVICES names none)")
             self._handles = [self._handle(g) for g in wanted]
             self._instant = [self._has_instant(h) for h in self._handles]
             self._counter = [self._try(nvml.nvmlDeviceGetTotalEnergyConsumption, h)

@@ -104,6 +104,11 @@ class EnergyRun:
         if by_tokenizer and got.energy_j_per_output_token is not None:
             flags.append(f"{by_tokenizer} of {result.get('completed')} requests' output tokens "
                          "were counted with the tokenizer (the server sent no usage)")
+        failed = result.get("failed") or 0
+        if failed and got.energy_j is not None:
+            flags.append(f"{failed} request(s) failed: their energy is in energy_j, their "
+                         "tokens are not in the per-token figure, nor they in the per-request "
+                         "one")
         path = energy_jsonl(result_json)
         written: str | None = path.name
         try:
