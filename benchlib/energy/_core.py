@@ -184,15 +184,17 @@ def _peak(samples: Sequence[Sample], series: Sequence[Points], window: Window
     return max(steps) if steps else None
 
 
-def _not_at_rest(samples: Sequence[Sample], devices: Sequence[Device], idle: Window
-                 ) -> list[str]:
-    """The GPUs NVML never called idle (its ``gpu_idle`` clock event) during the idle
-    window, though it named their clock events: clocks still up after earlier work, so
-    the idle figure is an awake GPU's draw at rest, not a parked one's."""
+def _at_rest(samples: Sequence[Sample], devices: Sequence[Device], idle: Window
+             ) -> bool | None:
+    """Whether NVML called every device idle (its ``gpu_idle`` clock event) at some sample of
+    the idle window; None when no device named its clock events (RAPL). An engine's CUDA
+    context holds a GPU awake: an H200 drew ~75 W parked, ~120 W with a context and nothing
+    asked of it."""
     inside = [s for s in samples if idle.holds(s.t_s)]
-    named = [k for k in range(len(devices)) if any(s.readings[k].throttle for s in samples)]
-    return [devices[k].name for k in named
-            if inside and not any("gpu_idle" in s.readings[k].throttle for s in inside)]
+    if not inside or not any(r.throttle for s in samples for r in s.readings):
+        return None
+    return all(any("gpu_idle" in s.readings[k].throttle for s in inside)
+               for k in range(len(devices)))
 
 
 def _clock(values: list[int]) -> ClockStats | None:
@@ -247,11 +249,6 @@ def energy_figures(source: Source, devices: Sequence[Device], samples: Sequence[
         flags.append("the energy above idle is negative: the load drew no more than the idle "
                      "window did (a load too light to tell apart, or a device still busy "
                      "before the scenario)")
-    awake = _not_at_rest(samples, devices, idle)
-    if awake:
-        flags.append(f"not at rest in the idle window ({', '.join(awake)}: NVML did not call "
-                     "it idle; clocks still up after earlier work?): idle_power_w is an "
-                     "awake device's draw, above a parked one's")
     power_sources = {d.power_source for d in devices}
     inside = [s for s in samples if window.holds(s.t_s)]
     per_device = []
@@ -275,7 +272,8 @@ def energy_figures(source: Source, devices: Sequence[Device], samples: Sequence[
         avg_power_w=_ratio(energy, window.seconds),
         peak_power_w=_peak(samples, series, window),
         peak_power_source=power_sources.pop() if len(power_sources) == 1 else None,
-        idle_power_w=idle_w, energy_includes_idle=True if energy is not None else None,
+        idle_power_w=idle_w, idle_at_rest=_at_rest(samples, devices, idle),
+        energy_includes_idle=True if energy is not None else None,
         sm_clock_mhz=_clock([c for s in inside for r in s.readings
                              for c in [r.sm_clock_mhz] if c is not None]),
         mem_clock_mhz=_clock([c for s in inside for r in s.readings

@@ -101,6 +101,11 @@ class EnergyResult(BaseModel):
                           "smoothed); none: the counter's increase over one interval")
     idle_power_w: float | None = Field(
         None, description="mean power over the idle window, every device summed")
+    idle_at_rest: bool | None = Field(
+        None, description="true: NVML called every GPU idle during the idle window; false: "
+                          "a GPU was held awake (an engine's CUDA context, clocks still up "
+                          "after earlier work), so idle_power_w is an awake GPU's draw with "
+                          "nothing asked of it, above a parked one's; null: not known (RAPL)")
     energy_includes_idle: bool | None = Field(
         None, description="true: energy_j, energy_j_per_output_token, energy_j_per_request "
                           "and avg_power_w include the idle draw (energy_above_idle_* leave "

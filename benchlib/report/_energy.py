@@ -17,13 +17,14 @@ __all__ = ["ENERGY_COLUMNS", "energy_rows", "power_png", "read_power"]
 ENERGY_COLUMNS = ["variant", "scenario", "concurrency", "median_tpot_ms",
                   "energy_j_per_output_token", "energy_above_idle_j_per_output_token",
                   "energy_j_per_request", "avg_power_w", "peak_power_w", "peak_power_source",
-                  "idle_power_w", "energy_includes_idle", "energy_j", "energy_j_bounds",
+                  "idle_power_w", "idle_at_rest", "energy_includes_idle", "energy_j",
+                  "energy_j_bounds",
                   "method", "source", "sm_clock_mhz", "throttle_reasons", "notes"]
 
 #: the columns read from the energy block as they are
 _FIGURES = ("energy_j_per_output_token", "energy_above_idle_j_per_output_token",
             "energy_j_per_request", "avg_power_w", "peak_power_w", "peak_power_source",
-            "idle_power_w", "energy_includes_idle", "energy_j")
+            "idle_power_w", "idle_at_rest", "energy_includes_idle", "energy_j")
 
 
 def _clock(stats: Any) -> str | None:

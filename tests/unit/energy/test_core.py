@@ -135,11 +135,13 @@ def test_clocks_and_throttle_reasons_in_the_window() -> None:
     assert r.throttle_reasons == {"sw_power_cap": 1.0}
 
 
-def test_an_idle_window_not_at_rest_is_flagged() -> None:
+def test_whether_the_idle_window_was_at_rest() -> None:
     awake = Sim(GPU, throttle=("sw_power_cap",))  # never gpu_idle
-    assert any("not at rest" in f for f in figures([awake]).flags)
     parked = Sim(GPU, throttle=("gpu_idle",))
-    assert not any("not at rest" in f for f in figures([parked]).flags)
+    assert figures([awake]).idle_at_rest is False
+    assert figures([parked]).idle_at_rest is True
+    assert figures([parked, awake]).idle_at_rest is False  # every GPU, or not at rest
+    assert figures([Sim(GPU)]).idle_at_rest is None  # no clock events named (RAPL)
 
 
 def test_energy_above_idle_below_zero_is_flagged() -> None:

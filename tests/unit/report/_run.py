@@ -51,7 +51,7 @@ def _energy(conc: int) -> dict[str, Any]:
             "energy_above_idle_j": 100.0 * conc, "energy_j_per_output_token": 0.78125 * conc,
             "energy_above_idle_j_per_output_token": 0.2, "energy_j_per_request": 100.0 * conc,
             "avg_power_w": 100.0 * conc, "peak_power_w": 923.0, "peak_power_source": "instant",
-            "idle_power_w": 75.0, "energy_includes_idle": True,
+            "idle_power_w": 75.0, "idle_at_rest": True, "energy_includes_idle": True,
             "sm_clock_mhz": {"min": 1380, "max": 1980, "mean": 1601.0},
             "mem_clock_mhz": {"min": 3201, "max": 3201, "mean": 3201.0},
             "throttle_reasons": {"sw_power_cap": 0.5}, "per_device": [], "flags": [],

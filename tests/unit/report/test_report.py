@@ -29,7 +29,7 @@ def test_report_has_every_section_and_figure_inline(tmp_path: Path) -> None:
     assert "<td>2.50</td><td>0.781</td>" in plan and "<td>10.00</td><td>3.12</td>" in plan
     # energy: the figures, what they include, why a variant has none, power over time
     energy = page[page.index("id='energy'"):page.index("id='figures'")]
-    assert "<td>923.00</td><td>instant</td><td>75.00</td><td>True</td>" in energy
+    assert "<td>923.00</td><td>instant</td><td>75.00</td><td>True</td><td>True</td>" in energy
     assert "1380–1980 (mean 1601)" in energy and "sw_power_cap 50 %" in energy
     assert "NVML unavailable: NVML Shared Library Not Found" in energy
     assert re.search(r"<figure id='fig-power'><img alt='[^']+' "
