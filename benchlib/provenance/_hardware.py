@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from benchlib.energy import clock_event_names
+
 __all__ = ["CPUInfo", "GPUInfo", "HardwareInfo", "collect_hardware"]
 
 
@@ -102,20 +104,13 @@ def _text(value: Any) -> str | None:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-#: NVML's clock event (throttle) reason bits, as ``nvmlClocksEventReason*`` names them
-_CLOCK_EVENTS = ((0x1, "gpu_idle"), (0x2, "applications_clocks_setting"),
-                 (0x4, "sw_power_cap"), (0x8, "hw_slowdown"), (0x10, "sync_boost"),
-                 (0x20, "sw_thermal_slowdown"), (0x40, "hw_thermal_slowdown"),
-                 (0x80, "hw_power_brake_slowdown"), (0x100, "display_clock_setting"))
-
-
 def _clock_events(nvml: Any, h: Any) -> list[str] | None:
     mask = _try(getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None), h)
     if mask is None:  # bindings before the rename
         mask = _try(getattr(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None), h)
     if not isinstance(mask, int):
         return None
-    return [name for bit, name in _CLOCK_EVENTS if mask & bit]
+    return list(clock_event_names(mask))
 
 
 def _current_mode(nvml: Any, fn: str, h: Any) -> bool | None:

@@ -22,6 +22,7 @@ from benchlib.pipeline._results import read_results, write_atomic
 from benchlib.recipe import Recipe
 from benchlib.references import Reference
 from benchlib.report._context import ALIASES, report_context, variant_names
+from benchlib.report._energy import power_png
 from benchlib.report._html import FIGURES, render_html
 from benchlib.report._shape import shape_context
 from benchlib.report._writeup import (
@@ -78,9 +79,10 @@ def render_report(run_dir: str | Path, skeleton: Path | None = None,
             raise
         markdown = (f"> **The write-up was not rendered:** {exc}. Edit `{notebook.name}` "
                     "and run `benchlib report` on this folder.\n")
-    launches = {n: read_results(run.variant(n).results("02_launch"))
-                for n in variant_names(run, ctx["recipe"])}
-    page = render_html(ctx, markdown, launches, state.get("statuses") or {})
+    names = variant_names(run, ctx["recipe"])
+    launches = {n: read_results(run.variant(n).results("02_launch")) for n in names}
+    power = power_png(ctx, {n: run.variant(n).measure_dir for n in names})
+    page = render_html(ctx, markdown, launches, state.get("statuses") or {}, power)
     files = ReportFiles(html=run.path / "report.html", markdown=run.path / "writeup.md",
                         notebook=notebook)
     write_atomic(files.markdown, markdown)

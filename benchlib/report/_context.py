@@ -16,9 +16,12 @@
 
 Each measurement's figures are its result keys (``median_ttft_ms``, ``output_throughput``,
 ``p99_tpot_ms`` …) with three short aliases a sentence reads well with: ``tok_s``
-(``per_user_tok_s``), ``ttft_ms`` (``median_ttft_ms``) and ``tpot_ms`` (``median_tpot_ms``).
-Names with ``-`` also appear with ``_`` (``vllm-ngram`` → ``vllm_ngram``), so a template can
-write ``variants.vllm_ngram.chat.c1.tok_s``.
+(``per_user_tok_s``), ``ttft_ms`` (``median_ttft_ms``) and ``tpot_ms`` (``median_tpot_ms``),
+and its energy figures at the top as well (``energy_j_per_output_token``, ``avg_power_w``,
+``idle_power_w`` …: :data:`~benchlib.pipeline.steps._summary.ENERGY_FIGURES`; null where
+there was none, the whole block with its reason under ``energy``). Names with ``-`` also
+appear with ``_`` (``vllm-ngram`` → ``vllm_ngram``), so a template can write
+``variants.vllm_ngram.chat.c1.tok_s``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ Sections, in reading order: the write-up; what ran (variants, scenarios, the com
 provenance card; the functional checks and what an application sees (openai SDK); the plan
 against the live engine (weights, KV budget, KV tokens and blocks as the engine reported them
 at launch, a difference above 2 % flagged); the plan against what was measured (TPOT against
-the decode floor, peak KV use against the plan's expectation); the figures (Pareto view,
+the decode floor, joules per output token beside it, peak KV use against the plan's
+expectation); energy (every measurement's joules, watts and idle draw, and the power over
+time); the figures (Pareto view,
 TTFT and TPOT spread per concurrency, and the SLO searches' curves with their knees when the
 run folder keeps any); speculative acceptance; published references; caveats
 and every provenance difference; and an appendix of the names a write-up can cite.
@@ -20,6 +22,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
+from benchlib.report._energy import ENERGY_COLUMNS, energy_rows
 from benchlib.report._figures import measurements, pareto_png, spread_png, sweep_png, sweeps_of
 from benchlib.report._writeup import fmt_number
 
@@ -157,19 +160,37 @@ def _plan_vs_measured(ctx: Mapping[str, Any]) -> str:
                      "weights_gib_per_gpu": plan.get("weights_gib_per_gpu"),
                      "planned_kv_tokens": plan.get("kv_cache_tokens"),
                      "decode_floor_ms": floor, "median_tpot_ms": tpot,
+                     "energy_j_per_output_token": fig.get("energy_j_per_output_token"),
                      "tpot_over_floor": tpot / floor if tpot and floor else None,
                      "kv_cache_usage_peak": kv_peak,
                      "kv_cache_usage_expected": kv.get("expected")})
     return ("<h2 id='plan'>The plan against what was measured</h2><p class='muted'>The "
             "decode floor is the TPOT the GPU's memory bandwidth allows one request (weights "
             "and KV read once per step): no engine beats it; tpot_over_floor says how far "
-            "above it the run decoded. KV use is the engine's own peak (1.0: full), beside "
+            "above it the run decoded; beside TPOT, the joules each output token took "
+            "(idle draw included: see Energy). KV use is the engine's own peak (1.0: full), "
+            "beside "
             "what the plan expects of the scenario (concurrency × tokens per request over the "
             "capacity the plan computed for the engine).</p>"
             + _table(rows, ["variant", "scenario", "concurrency", "weights_gib_per_gpu",
                             "planned_kv_tokens", "decode_floor_ms", "median_tpot_ms",
-                            "tpot_over_floor", "kv_cache_usage_peak",
+                            "energy_j_per_output_token", "tpot_over_floor", "kv_cache_usage_peak",
                             "kv_cache_usage_expected"]))
+
+
+def _energy(ctx: Mapping[str, Any], power: bytes | None) -> str:
+    return ("<h2 id='energy'>Energy</h2><p class='muted'>The devices the engine ran on, "
+            "every one summed: GPUs through NVML's total-energy counter (exact between two "
+            "reads; the window's edges interpolated, energy_j_bounds brackets them), CPU "
+            "packages through RAPL. The window is the measurement's duration; the idle power "
+            "was measured just before its requests, and energy_includes_idle says the "
+            "per-token, per-request and mean figures include it (the above-idle figure "
+            "leaves it out). The peak is the highest sampled power (every 100 ms). Notes say "
+            "why a figure is missing or less exact than it looks.</p>"
+            + _table(energy_rows(ctx), ENERGY_COLUMNS)
+            + _figure("power", power, "Power over time, devices summed, at each variant's "
+                      "highest concurrency: the idle window shaded, the measurement between "
+                      "the dotted lines"))
 
 
 def _plan_vs_engine(launches: Mapping[str, Any]) -> str:
@@ -236,8 +257,9 @@ def _sweeps(ctx: Mapping[str, Any]) -> str:
 
 
 def render_html(ctx: Mapping[str, Any], writeup_md: str,
-                launches: Mapping[str, Any], statuses: Mapping[str, str]) -> str:
-    """The whole page."""
+                launches: Mapping[str, Any], statuses: Mapping[str, str],
+                power: bytes | None = None) -> str:
+    """The whole page; ``power``: the power-over-time figure, where samples were kept."""
     recipe = ctx.get("recipe") or {}
     compare = ctx.get("compare") or {}
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
@@ -262,7 +284,7 @@ def render_html(ctx: Mapping[str, Any], writeup_md: str,
                                                for k, v in statuses.items()) + "</p>",
         "<h2 id='writeup'>Write-up</h2><div class='writeup'>", md.render(writeup_md),
         "</div>", _what_ran(ctx, launches), _provenance(ctx), _checks_and_sdk(ctx, launches),
-        _plan_vs_engine(launches), _plan_vs_measured(ctx),
+        _plan_vs_engine(launches), _plan_vs_measured(ctx), _energy(ctx, power),
         "<h2 id='figures'>Figures</h2>",
         _figure("pareto", pareto_png(ctx), "Per-user against total output tokens/s along "
                 "concurrency: the Pareto view (up and right is better)"),

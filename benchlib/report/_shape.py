@@ -16,6 +16,7 @@ from typing import Any
 
 from benchlib.accuracy import AccuracyResult
 from benchlib.measure import MeasureResult
+from benchlib.pipeline.steps._summary import ENERGY_FIGURES
 from benchlib.recipe import Recipe
 from benchlib.references import Reference, recipe_references
 from benchlib.report._context import ALIASES, _with_underscores
@@ -38,7 +39,8 @@ class Anything(dict[str, Any]):
 
 def _figures() -> dict[str, float]:
     keys = [*MeasureResult.model_fields, "per_user_tok_s", "sdk", "server_metrics",
-            "speculative", "kv_cache_usage_peak", "kv_usage_vs_plan", *ALIASES]
+            "speculative", "kv_cache_usage_peak", "kv_usage_vs_plan", "energy",
+            *ENERGY_FIGURES, *ALIASES]
     return {k: 1.0 for k in keys}
 
 

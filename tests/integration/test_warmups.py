@@ -54,7 +54,7 @@ def test_a_file_too_short_for_distinct_warmups_says_what_to_do(
     server = scripted("--ttft-ms", "1", "--itl-ms", "1")
     data = tmp_path / "p.jsonl"
     data.write_text("".join(f'{{"prompt": "question {i}"}}\n' for i in range(7)))
-    with pytest.raises(UsageError, match="--num-warmups.*warmups-like-vllm"):
+    with pytest.raises(UsageError, match=r"--num-warmups.*warmups-like-vllm"):
         _measure(server, tmp_path, tiny_model, dataset="file", dataset_path=data)
     result = _measure(server, tmp_path, tiny_model, dataset="file", dataset_path=data,
                       num_warmups=1)

@@ -1,5 +1,6 @@
-"""A measure step's results read as people read them: one row per scenario × concurrency,
-and the chart of TTFT, TPOT and the throughput-latency trade-off."""
+"""A measure step's results read as people read them: one row per scenario × concurrency
+(joules per output token beside TPOT, the watts after the engine's own figures), and the
+chart of TTFT, TPOT and the throughput-latency trade-off."""
 
 from __future__ import annotations
 
@@ -12,16 +13,23 @@ from benchlib.pipeline._chart import Chart
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["TABLE_COLUMNS", "measure_figure", "measurements", "summary_table"]
+__all__ = ["ENERGY_FIGURES", "TABLE_COLUMNS", "measure_figure", "measurements",
+           "summary_table"]
 
 TABLE_COLUMNS = ["scenario", "endpoint", "input_len", "output_len", "concurrency", "completed",
                  "failed", "median_ttft_ms", "median_ttft_text_ms", "p99_ttft_ms",
-                 "median_tpot_ms", "p99_tpot_ms",
+                 "median_tpot_ms", "p99_tpot_ms", "energy_j_per_output_token",
                  "median_itl_ms", "median_e2el_ms", "output_throughput", "per_user_tok_s",
                  "mean_tokens_per_chunk", "server_acceptance_length", "kv_cache_usage_peak",
                  "kv_cache_usage_expected", "requests_waiting_peak", "preemptions",
+                 "avg_power_w", "peak_power_w", "idle_power_w",
                  "buffered_streams", "exact_ttft_fraction", "client_bound",
                  "sdk_median_ttft_ms", "sdk_median_tpot_ms"]
+#: the figures of a measurement's ``energy`` block (benchlib.energy.EnergyResult) that its
+#: record also carries at the top, for the table, the report and the write-up to cite
+ENERGY_FIGURES = ("energy_j", "energy_j_per_output_token",
+                  "energy_above_idle_j_per_output_token", "energy_j_per_request",
+                  "avg_power_w", "peak_power_w", "idle_power_w", "energy_includes_idle")
 
 
 def summary_table(results: Mapping[str, Any]) -> pd.DataFrame:
@@ -37,7 +45,9 @@ def summary_table(results: Mapping[str, Any]) -> pd.DataFrame:
         timing = r.get("timing") or {}
         server = r.get("server_metrics") or {}  # the engine's /metrics (none: not sampled)
         spec = r.get("speculative") or {}
+        energy = r.get("energy") or {}  # null figures: not measured (energy.reason says why)
         rows.append({**{k: r.get(k) for k in TABLE_COLUMNS},
+                     **{k: energy.get(k) for k in ENERGY_FIGURES if k in TABLE_COLUMNS},
                      **{k: server.get(k) for k in ("kv_cache_usage_peak",
                                                    "requests_waiting_peak", "preemptions")},
                      # the plan's expectation of that peak (02_launch's plan vs the engine)
@@ -57,10 +67,13 @@ def summary_table(results: Mapping[str, Any]) -> pd.DataFrame:
 
 def measurements(results: Mapping[str, Any]) -> Iterator[tuple[str, int, dict[str, Any]]]:
     """Each measurement of a measure step's results, in :func:`summary_table`'s order:
-    (scenario, concurrency, its whole result record with ``per_user_tok_s`` added)."""
+    (scenario, concurrency, its whole result record with ``per_user_tok_s`` and the
+    :data:`ENERGY_FIGURES` added)."""
     for _, row in summary_table(results).iterrows():
         record = dict(results.get(f"{row['scenario']}/c{row['concurrency']}", {}))
         record["per_user_tok_s"] = row["per_user_tok_s"]
+        energy = record.get("energy") or {}
+        record.update({k: energy.get(k) for k in ENERGY_FIGURES})
         yield str(row["scenario"]), int(row["concurrency"]), record
 
 

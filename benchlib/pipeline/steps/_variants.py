@@ -1,8 +1,9 @@
 """A comparison run's variants side by side, as seed 003 reports them: startup time, TTFT,
-TPOT, tokens per chunk against the server's own acceptance, the speedup over the same
-engine without speculation, every declared difference as a caveat on every row (and a
-row's own timing caveats: bursts, a client that read late); and
-the Pareto view (total against per-user tokens/s) of all variants in one chart."""
+TPOT (the joules per output token beside it, where energy was read), tokens per chunk
+against the server's own acceptance, the speedup over the same engine without speculation,
+every declared difference as a caveat on every row (and a row's own timing caveats: bursts,
+a client that read late); and the Pareto view (total against per-user tokens/s) of all
+variants in one chart."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ if TYPE_CHECKING:
 __all__ = ["VARIANT_COLUMNS", "timing_caveats", "variants_figure", "variants_table"]
 
 VARIANT_COLUMNS = ["variant", "engine", "speculative", "scenario", "concurrency", "completed",
-                   "failed", "startup_s", "median_ttft_ms", "median_tpot_ms", "per_user_tok_s",
-                   "output_throughput", "mean_tokens_per_chunk", "server_acceptance_rate",
+                   "failed", "startup_s", "median_ttft_ms", "median_tpot_ms",
+                   "energy_j_per_output_token", "per_user_tok_s", "output_throughput",
+                   "mean_tokens_per_chunk", "server_acceptance_rate",
                    "server_mean_acceptance_length", "spec_reconciled", "speedup",
                    "speedup_over", "planned_kv_tokens", "planned_max_concurrency",
                    "kv_cache_usage_peak", "preemptions", "caveats"]

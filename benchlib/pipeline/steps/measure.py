@@ -4,7 +4,10 @@ request per input length until one fails), in order, each result saved as it fin
 Each measurement keeps the engine's peak KV use (``/metrics``) beside what the plan expects
 of it (``kv_usage_vs_plan``: concurrency × tokens per request over the plan's capacity, from
 02_launch's plan against the engine) — shown, not flagged: 02_launch flags a capacity that
-differs. A resumed run measures again only what is not done (see
+differs. Each also keeps the energy of the engine's devices over the scenario, beside an idle
+window measured just before it (``energy``: NVML for GPUs, RAPL for CPUs, or the reason
+neither could be read; see :mod:`benchlib.pipeline.steps._energy`). A resumed run measures
+again only what is not done (see
 :mod:`benchlib.pipeline._resume`);
 when the engine stops answering after a scenario, that is recorded under ``engine_lost``
 and the remaining scenarios are not attempted.
@@ -39,6 +42,7 @@ from benchlib.pipeline._standalone import (
     tls_options,
     url_context,
 )
+from benchlib.pipeline.steps._energy import start_energy
 from benchlib.pipeline.steps._engine_vs_plan import kv_usage_expected
 from benchlib.pipeline.steps._server import sampler_for, server_side
 from benchlib.pipeline.steps._summary import summary_table
@@ -137,6 +141,27 @@ def _ms(value: float | None, digits: int) -> str:
     return "n/a" if value is None else f"{value:.{digits}f} ms"
 
 
+def _energy_line(energy: dict[str, Any], said: set[str]) -> None:
+    """A progress line of the measurement's energy; a reason there is none, once."""
+    if energy.get("energy_j") is None:
+        why = energy.get("reason") or "; ".join(energy.get("flags") or []) or "not measured"
+        if why not in said:
+            said.add(why)
+            print(f"  energy: none ({why})", flush=True)
+        return
+    per_token = energy.get("energy_j_per_output_token")
+    print(f"  energy: {energy['energy_j']:.1f} J"
+          + (f", {per_token:.4g} J per output token" if per_token is not None else "")
+          + f", mean {energy['avg_power_w']:.1f} W (peak {_w(energy.get('peak_power_w'))}, "
+          f"idle {_w(energy.get('idle_power_w'))}, included) from {energy['source']} over "
+          f"{len(energy.get('devices') or [])} device(s)"
+          + (f"; {len(energy['flags'])} flag(s)" if energy.get("flags") else ""), flush=True)
+
+
+def _w(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f} W"
+
+
 def _kv_vs_plan(launch: dict[str, Any], s: Scenario, conc: int, server: dict[str, Any]
                 ) -> dict[str, Any] | None:
     """The engine's peak KV use beside the plan's expectation, with a progress line."""
@@ -175,6 +200,7 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
 
     launch = read_results(folder.results("02_launch"))
     problems: list[str] = []
+    said: set[str] = set()  # energy reasons already printed (once per step, not per row)
     with endpoint(recipe, base_url) as url:
         for s in recipe.scenarios:
             if s.ramp_input_lens:
@@ -192,14 +218,19 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                 print(f"{key}: {s.prompts_at(i)} prompts, {s.input_len} in / {s.output_len} "
                       "out", flush=True)
                 result_json = folder.measure_json(s.name, conc)
+                energy = start_energy(recipe, url)  # returns after its idle window
                 sampler = sampler_for(recipe, url, api_key)
                 try:
                     r = _measure_once(recipe, s, url, result_json, tokenizer, api_key,
                                       on_warmed=sampler.mark if sampler else None,
                                       max_concurrency=conc, num_prompts=s.prompts_at(i),
                                       input_len=s.input_len, seed=concurrency_seed(s.seed, i))
+                except BaseException:
+                    energy.abandon()
+                    raise
                 finally:
                     metrics = sampler.stop() if sampler else None
+                joules = energy.finish(r, result_json)
                 server = (server_side(recipe, s, result_json, metrics, conc)
                           if metrics is not None else {})
                 errors = [e for e in r["errors"] if e]
@@ -208,7 +239,8 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                            "scenario": s.name, "concurrency": conc,
                            "input_len": s.input_len, "output_len": s.output_len,
                            "result_json": str(result_json), "first_errors": errors[:3],
-                           **({"kv_usage_vs_plan": kv} if kv else {})})
+                           **({"kv_usage_vs_plan": kv} if kv else {}), "energy": joules})
+                _energy_line(joules, said)
                 spec = server.get("speculative") or {}
                 accept = (f", server acceptance length {spec['mean_acceptance_length']:.2f}"
                           if spec.get("mean_acceptance_length") else "")

@@ -42,6 +42,39 @@ def _measure(tpot: float, conc: int) -> dict[str, Any]:
                     "completed": 4, "failed": 0}}
 
 
+def _energy(conc: int) -> dict[str, Any]:
+    """An energy block as an H200 run would give it (NVML, one GPU)."""
+    return {"source": "nvml", "reason": None, "devices": ["GPU 0 (NVIDIA H200)"],
+            "method": "counter", "interval_s": 0.1, "samples": 40, "window_s": 4.0,
+            "idle_window_s": 1.5, "energy_j": 400.0 * conc,
+            "energy_j_bounds": [380.0 * conc, 420.0 * conc],
+            "energy_above_idle_j": 100.0 * conc, "energy_j_per_output_token": 0.78125 * conc,
+            "energy_above_idle_j_per_output_token": 0.2, "energy_j_per_request": 100.0 * conc,
+            "avg_power_w": 100.0 * conc, "peak_power_w": 923.0, "peak_power_source": "instant",
+            "idle_power_w": 75.0, "idle_at_rest": True, "energy_includes_idle": True,
+            "sm_clock_mhz": {"min": 1380, "max": 1980, "mean": 1601.0},
+            "mem_clock_mhz": {"min": 3201, "max": 3201, "mean": 3201.0},
+            "throttle_reasons": {"sw_power_cap": 0.5}, "per_device": [], "flags": [],
+            "samples_file": f"chat-c{conc}.energy.jsonl"}
+
+
+NO_ENERGY = {"source": None, "reason": "NVML unavailable: NVML Shared Library Not Found"}
+
+
+def samples_file(path: Path) -> None:
+    """A samples file as the measure step keeps it: idle at 75 W, the load at 700 W."""
+    lines = [json.dumps({"devices": ["GPU 0 (NVIDIA H200)"], "t0_perf_counter_s": 100.0,
+                         "interval_s": 0.1, "idle_window_s": [0.0, 1.5],
+                         "window_s": [1.8, 5.8]})]
+    for i in range(70):
+        t = i * 0.1
+        lines.append(json.dumps({"t_s": t, "power_w": [700.0 if 1.8 <= t <= 5.8 else 75.0],
+                                 "energy_j": [None], "sm_clock_mhz": [1980],
+                                 "mem_clock_mhz": [3201], "throttle": [[]]}))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
 def write(path: Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data))
@@ -64,8 +97,13 @@ def make_run(root: Path) -> Path:
                            "note": "answered without calling get_weather"}],
                "plan_vs_engine": {"settings": {"max_model_len": 2048}, "skipped": None,
                                   "rows": [PLAN_VS_ENGINE[name]]}})
+        measured = {f"chat/c{c}": {**_measure(tpot, c), "energy": _energy(c) if name ==
+                                   "vllm-ngram" else NO_ENERGY} for c in (1, 4)}
+        if name == "vllm-ngram":
+            for c in (1, 4):
+                samples_file(run / name / "measure" / f"chat-c{c}.energy.jsonl")
         write(run / name / ".results" / "03_measure.json",
-              {"chat/c1": _measure(tpot, 1), "chat/c4": _measure(tpot, 4),
+              {**measured,
                "accuracy/gsm8k": {"task": "gsm8k_local", "n": 8, "num_fewshot": 4,
                                   "strict_match": 0.125, "strict_match_stderr": 0.125,
                                   "caveat": "8 items: a smoke test, not a measurement"}})
