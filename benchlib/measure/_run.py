@@ -33,6 +33,7 @@ from benchlib.measure._records import RecordLog, RequestRecord, requests_path
 from benchlib.measure._request import Prompt, RequestOutcome, build_body
 from benchlib.measure._result import MeasureResult
 from benchlib.measure._split import WorkersInfo, plan_workers
+from benchlib.measure._text_prompts import text_prompts
 from benchlib.measure._tokens import NO_TOKEN_COUNT, load_tokenizer, outcome_finisher
 
 __all__ = ["NO_TOKEN_COUNT", "build_requests", "load_tokenizer", "measure", "run_coroutine"]
@@ -65,6 +66,11 @@ def build_requests(cfg: MeasureConfig, tokenizer: Any | None) -> tuple[list[Prom
                                  output_len=cfg.output_len or 1,
                                  range_ratio=cfg.random_range_ratio,
                                  range_mode=cfg.range_ratio_mode, seed=cfg.seed)
+    elif cfg.dataset == "text":
+        prompts = text_prompts(tokenizer, num_prompts=cfg.num_prompts, input_len=cfg.input_len,
+                               output_len=cfg.output_len or 1,
+                               range_ratio=cfg.random_range_ratio,
+                               range_mode=cfg.range_ratio_mode, seed=cfg.seed)
     else:
         assert cfg.dataset_path is not None
         prompts = file_prompts(cfg.dataset_path, tokenizer, num_prompts=cfg.num_prompts,
