@@ -53,8 +53,10 @@ def gguf_shards(path: Path) -> list[Path]:
 
 
 def hash_model_folder(folder: Path) -> FilesHash:
-    """Hash every file under ``folder`` (hidden files and folders skipped), in sorted order;
-    a GGUF file instead: that file (with its shards)."""
+    """Hash every file under ``folder`` (hidden files and folders skipped, and the folder's
+    own ``PROVENANCE.json``: a record about the files, with the time they were made, is not
+    part of them, and is recorded apart as the origin), in sorted order; a GGUF file
+    instead: that file (with its shards)."""
     digest = hashlib.sha256()
     count = total = 0
     files = (gguf_shards(folder) if folder.is_file()
@@ -62,7 +64,7 @@ def hash_model_folder(folder: Path) -> FilesHash:
     base = folder.parent if folder.is_file() else folder
     for path in files:
         rel = path.relative_to(base)
-        if any(part.startswith(".") for part in rel.parts):
+        if any(part.startswith(".") for part in rel.parts) or rel.as_posix() == ORIGIN_FILE:
             continue
         size = path.stat().st_size
         digest.update(f"{rel.as_posix()}\0{size}\0".encode())

@@ -21,6 +21,7 @@ from benchlib.provenance import (
     assemble_provenance,
     collect_hardware,
     compare_provenance,
+    hash_model_folder,
     read_model_origin,
 )
 from benchlib.recipe import Recipe, recipe_from_dict
@@ -111,3 +112,16 @@ def test_runs_from_different_wheels_differ_in_the_comparison(tmp_path: Path) -> 
     assert table.loc["model wheel sha256", "differs"]
     assert not table.loc["model package", "differs"]
     assert table.loc["model package version", "a"] == "0.1.2"
+
+
+def test_the_record_is_not_part_of_the_files_hash(tmp_path: Path) -> None:
+    """Two preparations of the same bytes (their records differ in time taken) hash alike."""
+    files = {"config.json": b"{}", "model.safetensors": b"weights"}
+    a = _prepared(tmp_path / "a", files, {})
+    b = _prepared(tmp_path / "b", files, {})
+    record = json.loads((b / ORIGIN_FILE).read_text())
+    (b / ORIGIN_FILE).write_text(json.dumps({**record, "seconds": {"total": 41.0}}))
+    assert hash_model_folder(a) == hash_model_folder(b)
+    assert hash_model_folder(a).files == 2
+    (b / "model.safetensors").write_bytes(b"weightz")
+    assert hash_model_folder(a) != hash_model_folder(b)
