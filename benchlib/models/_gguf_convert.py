@@ -48,11 +48,13 @@ def gguf_name(model_dir: Path, outtype: str) -> str:
 
 
 def convert_to_gguf(model_dir: Path, out_file: Path, outtype: str, *, llamacpp_dir: Path,
-                    python: str | Path = sys.executable, pre_tokenizer: str = "gpt-2") -> Path:
+                    python: str | Path = sys.executable, pre_tokenizer: str = "gpt-2",
+                    extra_args: Sequence[str] = ()) -> Path:
     """Convert ``model_dir`` into ``out_file`` (written whole or not at all).
 
     ``llamacpp_dir`` holds ``convert_hf_to_gguf.py``, ``conversion/`` and ``gguf-py/``;
-    ``python`` is an interpreter with torch, numpy and transformers. Raises
+    ``python`` is an interpreter with torch, numpy and transformers; ``extra_args`` go to
+    the converter as they are (``--model-name NAME`` …). Raises
     :class:`~benchlib.UsageError` for a missing input and
     :class:`~benchlib._exceptions.BenchlibError` when the converter fails (its output tail
     in the message).
@@ -70,7 +72,8 @@ def convert_to_gguf(model_dir: Path, out_file: Path, outtype: str, *, llamacpp_d
     partial = out_file.with_name(f".{out_file.name}.partial")
     argv = [str(python), str(Path(__file__).resolve()), "--llamacpp",
             str(llamacpp_dir.resolve()), "--pre-tokenizer", pre_tokenizer, "--",
-            str(model_dir.resolve()), "--outfile", str(partial), "--outtype", outtype]
+            str(model_dir.resolve()), "--outfile", str(partial), "--outtype", outtype,
+            *extra_args]
     done = subprocess.run(argv, capture_output=True, text=True, check=False,
                           env={**os.environ, "NO_LOCAL_GGUF": "1"})  # we put gguf-py first
     if done.returncode != 0 or not partial.is_file():

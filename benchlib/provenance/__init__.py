@@ -11,7 +11,14 @@ from benchlib.provenance._assemble import (
 )
 from benchlib.provenance._compare import PROVENANCE_FACTS, compare_provenance, provenance_facts
 from benchlib.provenance._hardware import CPUInfo, GPUInfo, HardwareInfo, collect_hardware
-from benchlib.provenance._model import FilesHash, gguf_shards, hash_model_folder
+from benchlib.provenance._model import (
+    ORIGIN_FILE,
+    FilesHash,
+    ModelOrigin,
+    gguf_shards,
+    hash_model_folder,
+    read_model_origin,
+)
 from benchlib.provenance._record import (
     EngineProvenance,
     ModelFiles,
@@ -27,6 +34,7 @@ from benchlib.provenance._software import (
 )
 
 __all__ = [
+    "ORIGIN_FILE",
     "PROVENANCE_FACTS",
     "CPUInfo",
     "EngineProvenance",
@@ -35,6 +43,7 @@ __all__ = [
     "GPUInfo",
     "HardwareInfo",
     "ModelFiles",
+    "ModelOrigin",
     "ModelProvenance",
     "Provenance",
     "RunEnvironment",
@@ -51,4 +60,5 @@ __all__ = [
     "installed_packages",
     "provenance_facts",
     "python_version",
+    "read_model_origin",
 ]

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from benchlib.provenance._hardware import HardwareInfo, collect_hardware
+from benchlib.provenance._model import read_model_origin
 from benchlib.provenance._record import (
     EngineProvenance,
     ModelFiles,
@@ -106,9 +107,15 @@ def hardware_mismatches(recipe: Recipe, env: RunEnvironment) -> list[str]:
 def assemble_provenance(recipe: Recipe, env: RunEnvironment, engine: EngineRecord,
                         model: ModelFiles | None) -> Provenance:
     """One sidecar's provenance. ``model``: the files ``01_download`` verified or fetched
-    (None before it ran: then the recipe's local folder, if any, is named). The hardware is
-    read again now (``hardware_end``): beside the run's start, the step's end."""
+    (None before it ran: then the recipe's local folder, if any, is named, with its origin
+    when it has a PROVENANCE.json). The hardware is read again now (``hardware_end``):
+    beside the run's start, the step's end."""
     path = model.path if model is not None else recipe.model.local_path
+    if model is not None:
+        origin = model.origin
+    else:
+        local = recipe.model.local_path
+        origin = read_model_origin(local) if local is not None and local.exists() else None
     return Provenance(
         kit_commit=env.kit_commit, kit_dirty=env.kit_dirty,
         engine=EngineProvenance(
@@ -121,7 +128,7 @@ def assemble_provenance(recipe: Recipe, env: RunEnvironment, engine: EngineRecor
             id=recipe.model.id, revision=recipe.model.revision,
             resolved_revision=model.resolved_revision if model else None,
             path=str(path) if path else None,
-            files_hash=model.files_hash if model else None),
+            files_hash=model.files_hash if model else None, origin=origin),
         hardware=env.hardware, hardware_end=collect_hardware(),
         hardware_mismatches=hardware_mismatches(recipe, env),
         python=env.python, packages=env.packages,

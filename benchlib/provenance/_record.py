@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from benchlib.provenance._hardware import HardwareInfo
-from benchlib.provenance._model import FilesHash
+from benchlib.provenance._model import FilesHash, ModelOrigin
 
 __all__ = ["EngineProvenance", "ModelFiles", "ModelProvenance", "Provenance"]
 
@@ -22,6 +22,8 @@ class ModelFiles(BaseModel):
     resolved_revision: str | None = Field(
         None, description="the commit the hub resolved the pinned revision to; None: local")
     files_hash: FilesHash | None = Field(None, description="content hash of the folder")
+    origin: ModelOrigin | None = Field(
+        None, description="the wheel a prepared local model came from (its PROVENANCE.json)")
 
 
 class EngineProvenance(BaseModel):
@@ -48,6 +50,9 @@ class ModelProvenance(BaseModel):
     resolved_revision: str | None = Field(None, description="the commit it resolved to")
     path: str | None = Field(None, description="the folder the engine loaded")
     files_hash: FilesHash | None = Field(None, description="content hash of that folder")
+    origin: ModelOrigin | None = Field(
+        None, description="a prepared local model's source: PyPI package, version, the "
+                          "wheel's sha256, licence, how its files were derived")
 
 
 class Provenance(BaseModel):

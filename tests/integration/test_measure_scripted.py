@@ -234,3 +234,19 @@ def test_a_server_that_closes_after_each_stream_fails_no_request(
     result, _ = run(server, tmp_path, tiny_model, output_len=4, num_prompts=40,
                     max_concurrency=concurrency, num_warmups=1)
     assert result.completed == 40 and result.failed == 0, result.errors
+
+
+def test_the_text_dataset_end_to_end(scripted: Callable[..., Any], tmp_path: Path,
+                                     tiny_model: Path) -> None:
+    """Real-text prompts through the whole measurement: the same counts ``random`` draws
+    for the seed, each request's prompt exactly that long, recorded in the settings."""
+    server = scripted("--ttft-ms", "5", "--itl-ms", "2")
+    result, out = run(server, tmp_path, tiny_model, dataset="text", endpoint="chat",
+                      num_prompts=6, input_len=120, random_range_ratio=0.3, seed=4)
+    assert result.completed == 6 and result.benchlib.dataset == "text"
+    lens = [r.prompt_len for r in read_requests(requests_path(out))]
+    same, again = run(server, tmp_path, tiny_model, num_prompts=6, input_len=120,
+                      random_range_ratio=0.3, seed=4)
+    assert same.completed == 6 and same.benchlib.dataset == "random"
+    assert sorted(lens) == sorted(r.prompt_len for r in read_requests(requests_path(again)))
+    assert result.total_input_tokens_dataset == sum(lens) and len(set(lens)) > 1

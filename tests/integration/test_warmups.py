@@ -25,11 +25,13 @@ def _measure(server: Any, tmp_path: Path, tiny_model: Path, **kw: Any) -> Any:
     return measure(cfg)
 
 
-@pytest.mark.parametrize("endpoint", ["completions", "chat"])
+@pytest.mark.parametrize("endpoint,dataset", [("completions", "random"), ("chat", "random"),
+                                              ("chat", "text")])
 def test_warmups_repeat_no_measured_prompt(scripted: Callable[..., Any], tmp_path: Path,
-                                           tiny_model: Path, endpoint: str) -> None:
+                                           tiny_model: Path, endpoint: str,
+                                           dataset: str) -> None:
     server = scripted("--ttft-ms", "1", "--itl-ms", "1")
-    result = _measure(server, tmp_path, tiny_model, endpoint=endpoint)
+    result = _measure(server, tmp_path, tiny_model, endpoint=endpoint, dataset=dataset)
     rows = load_jsonl(server.truth)
     warm, measured = rows[:3], rows[3:]
     assert len(measured) == result.completed == 6

@@ -22,7 +22,14 @@ from benchlib._secrets import env_secret
 from benchlib.pipeline._declare import RunFacts, Step
 from benchlib.pipeline._results import save_results
 from benchlib.pipeline._standalone import results_file, step_folder
-from benchlib.provenance import FilesHash, ModelFiles, gguf_shards, hash_model_folder
+from benchlib.provenance import (
+    FilesHash,
+    ModelFiles,
+    ModelOrigin,
+    gguf_shards,
+    hash_model_folder,
+    read_model_origin,
+)
 from benchlib.recipe import Recipe
 
 __all__ = ["STEP", "DownloadResult", "download_model"]
@@ -40,6 +47,9 @@ class DownloadResult(BaseModel):
                                               "and its shards)")
     draft_model: str | None = Field(None, description="the speculative draft model, if any")
     draft_files_hash: FilesHash | None = Field(None, description="its content hash")
+    origin: ModelOrigin | None = Field(
+        None, description="a local model prepared by benchlib real-model: the PyPI package, "
+                          "version and wheel sha256 it came from (its PROVENANCE.json)")
 
 
 _GGUF_MAGIC = b"GGUF"
@@ -121,7 +131,8 @@ def download_model(recipe: Recipe, results_path: str | Path = "", *,
     result = DownloadResult(source=source, model_path=str(path), revision=spec.revision,
                             resolved_revision=resolved, files_hash=hash_model_folder(path),
                             draft_model=str(draft) if draft else None,
-                            draft_files_hash=hash_model_folder(draft) if draft else None)
+                            draft_files_hash=hash_model_folder(draft) if draft else None,
+                            origin=read_model_origin(path) if source == "local" else None)
     folder = step_folder(run_dir, recipe, scratch=False)
     save_results(results_file(results_path, folder, STEP.name), result)
     return result
@@ -131,7 +142,7 @@ def _apply(result: DownloadResult, facts: RunFacts) -> RunFacts:
     """Later steps launch and measure from this folder; provenance names its files."""
     return facts.model_copy(update={"model": ModelFiles(
         path=Path(result.model_path), resolved_revision=result.resolved_revision,
-        files_hash=result.files_hash)})
+        files_hash=result.files_hash, origin=result.origin)})
 
 
 STEP = Step[DownloadResult](
