@@ -185,7 +185,7 @@ def device_calls(parts: Sequence[Path]) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = [
         {"carry": [str(p.relative_to(REPO))], "timeout_s": 300,
          "command": "PYTHONUNBUFFERED=1 python3 tools/gpu_run.py call 2>&1"} for p in parts]
-    for job in ("memory", "compare"):
+    for job in ("compare", "memory"):
         calls.append({"timeout_s": 600, "command": "PYTHONUNBUFFERED=1 python3 "
                       f"tools/gpu_run.py call --wait {job} --timeout 540 2>&1"})
     return calls
@@ -208,7 +208,9 @@ def stage(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------- jobs (GPU machine)
 
 def _run(argv: Sequence[str | Path], **kw: Any) -> None:
-    log("$ " + " ".join(str(a) for a in argv))
+    shown = [str(a) for a in argv[:12]] + ([f"… ({len(argv) - 12} more)"] if len(argv) > 12
+                                          else [])
+    log("$ " + " ".join(shown))
     subprocess.run([str(a) for a in argv], check=True, **kw)
 
 
@@ -301,8 +303,13 @@ def job_tiny() -> None:
     _run([VENV / "bin" / "benchlib", "tiny-model", "--out", REPO / ".models" / "tiny-llama"])
 
 
-def _bench(recipe: str, job: str) -> None:
-    """``benchlib run`` of ``recipe``; the run folder packed into the outbox either way."""
+def _bench(recipe: str, job: str, yields_when: Sequence[str] = ()) -> None:
+    """``benchlib run`` of ``recipe``; the run folder packed into the outbox either way.
+
+    ``yields_when``: once every job named there has succeeded, the run is stopped (SIGTERM:
+    the runner stops its engine and keeps the folder unfinished) at the next variant
+    boundary, so a GPU job that waits for them gets the GPU; a later job of the same recipe
+    resumes the folder (``benchlib run`` resumes an unfinished run of an unchanged recipe)."""
     OUTBOX.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen([str(VENV / "bin" / "benchlib"), "run", recipe], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -310,6 +317,7 @@ def _bench(recipe: str, job: str) -> None:
     (JOBS_DIR / f"{job}.child").write_text(str(proc.pid))
     assert proc.stdout is not None
     run_dir = None
+    yielded = False
     with (OUTBOX / f"{job}.log").open("w") as fh:
         for line in proc.stdout:
             sys.stdout.write(line)
@@ -318,13 +326,21 @@ def _bench(recipe: str, job: str) -> None:
             for prefix in ("run: ", "resuming: "):
                 if line.startswith(prefix):
                     run_dir = Path(line[len(prefix):].strip())
+            if (yields_when and not yielded and line.rstrip().endswith("] engine stopped")
+                    and all(state(j) == "ok" for j in yields_when)):
+                log(f"{job}: yielding the GPU after this variant ({', '.join(yields_when)} "
+                    "ready)")
+                proc.send_signal(signal.SIGTERM)
+                yielded = True
     code = proc.wait()
     if run_dir is not None and run_dir.is_dir():
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz") as tar:
             tar.add(run_dir, arcname=run_dir.name)
         (OUTBOX / f"{job}.tar.gz").write_bytes(buf.getvalue())
-    if code:
+    if code == 0 and yields_when:
+        (JOBS_DIR / f"{job}.finished").write_text(recipe + "\n")
+    if code and not yielded:
         raise SystemExit(f"benchlib run {recipe} exited {code}")
 
 
@@ -342,6 +358,10 @@ class Job:
     needs: tuple[str, ...]
     after: tuple[str, ...] = ()
     gpu: bool = False
+    #: a run that hands the GPU over at a variant boundary once these jobs succeeded
+    yields_when: tuple[str, ...] = ()
+    #: a run that resumes this earlier job's run folder (nothing to do if it finished)
+    resumes: str = ""
 
 
 #: the visit, as a table. Rule: a GPU job comes after the GPU job before it, so engines and
@@ -421,8 +441,11 @@ def drive(args: argparse.Namespace) -> int:
 
 def run_job(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    if args.name in RUNS:
-        _bench(RUNS[args.name], args.name)
+    job = next(j for j in JOBS if j.name == args.name)
+    if job.resumes and (JOBS_DIR / f"{job.resumes}.finished").is_file():
+        log(f"{job.name}: {job.resumes} finished the run; nothing to resume")
+    elif args.name in RUNS:
+        _bench(RUNS[args.name], args.name, job.yields_when)
     else:
         STEPS[args.name]()
     log(f"{args.name}: done in {time.perf_counter() - t0:.0f} s")
@@ -472,7 +495,7 @@ def call(args: argparse.Namespace) -> int:
     """One device call: parts in, the driver running, a wait, the state, outputs out."""
     JOBS_DIR.mkdir(parents=True, exist_ok=True)
     for name in args.rerun:
-        for end in ("started", "ok", "failed", "delivered"):
+        for end in ("started", "ok", "failed", "delivered", "finished", "child"):
             (JOBS_DIR / f"{name}.{end}").unlink(missing_ok=True)
     for job in JOBS:  # jobs that never ran because a rerun job had failed: ready again
         failed = JOBS_DIR / f"{job.name}.failed"
@@ -498,9 +521,10 @@ def call(args: argparse.Namespace) -> int:
             time.monotonic() < deadline):
         time.sleep(3)
     status = report()
+    smi = shutil.which("nvidia-smi")
     status["machine"] = {"python": platform.python_version(),
-                         "gpu": subprocess.run(["nvidia-smi", "-L"], capture_output=True,
-                                               text=True, check=False).stdout.strip()}
+                         "gpu": subprocess.run([smi, "-L"], capture_output=True, text=True,
+                                               check=False).stdout.strip() if smi else ""}
     print(json.dumps(status, indent=1))
     out = os.environ.get("OUT")
     if out:
