@@ -13,11 +13,22 @@ import sys
 from collections.abc import Sequence
 
 from benchlib._exceptions import BenchlibError
-from benchlib.cli import import_, launch, measure, plan, report, run, scripted, sweep, tiny
+from benchlib.cli import (
+    import_,
+    launch,
+    measure,
+    plan,
+    random_gguf,
+    report,
+    run,
+    scripted,
+    sweep,
+    tiny,
+)
 
 __all__ = ["build_parser", "main"]
 
-_COMMANDS = (measure, sweep, run, report, launch, plan, scripted, tiny, import_)
+_COMMANDS = (measure, sweep, run, report, launch, plan, scripted, tiny, random_gguf, import_)
 
 
 def build_parser() -> argparse.ArgumentParser:
