@@ -16,9 +16,9 @@ Steps (seconds of each in ``BUILD.json``):
 2. ``llama_configure`` / ``llama_build``: llama.cpp from the llama-cpp-python sdist
    (``tools/build_llamacpp.py``'s tree: ``--llama-sdist`` or ``--llama-tree``), CPU only and
    with shared libraries (target ``llama``): the engine only tokenizes and re-encodes with
-   it, so a CUDA llama.cpp would add minutes and nothing. Kept as ``OUT/llama/`` (headers and
-   ``build/bin/lib*.so``, the layout the Makefile's ``LLAMA=`` expects; the library's rpath
-   names it, so ``OUT`` must not move).
+   it, so a CUDA llama.cpp would add minutes and nothing. Kept as ``OUT/llama/`` (headers and the
+   build folder, ``build/bin/lib*.so``: the layout the Makefile's ``LLAMA=`` expects; the
+   libraries' runpaths name that folder, so ``OUT`` must not move).
 3. ``megakernel``: upstream's own ``make … ARCH=sm_<arch> libqwen38mk.so`` (``-j`` jobs), its
    ``ptxas -v`` report kept for the registers, spills and stack of every kernel.
 4. ``check``: the library loaded with ``ctypes`` by ``--python`` (no GPU needed) and every C
@@ -190,19 +190,20 @@ def error_lines(lines: Sequence[str]) -> list[str]:
 
 def build_llama(tree: Path, commit: str, prefix: Path, jobs: int, logfile: Path,
                 seconds: dict[str, float]) -> bool:
-    """``prefix``: llama.cpp's headers and shared libraries (``build/bin``), built from
-    ``tree`` in ``prefix/work`` (removed after); ``prefix/LLAMA.json`` says from which commit
-    with which flags, and a prefix that says the same is kept (a second run after a failed
-    engine compile does not build llama.cpp again). Whether it was kept."""
+    """``prefix``: llama.cpp's headers and its build folder ``prefix/build`` (shared
+    libraries in ``build/bin``, each finding the others through its runpath there), built
+    from ``tree``; ``prefix/LLAMA.json`` says from which commit with which flags, and a
+    prefix that says the same and has its ``libllama.so`` is kept (a second run after a
+    failed engine compile does not build llama.cpp again). Whether it was kept."""
     stamp = {"commit": commit, "cmake_flags": LLAMA_FLAGS}
-    marker = prefix / "LLAMA.json"
-    if marker.is_file() and json.loads(marker.read_text()) == stamp:
+    marker, build = prefix / "LLAMA.json", prefix / "build"
+    if (marker.is_file() and json.loads(marker.read_text()) == stamp
+            and (build / "bin" / "libllama.so").exists()):
         log(f"llama.cpp {commit[:9]} kept from an earlier run in {prefix}")
         return True
     shutil.rmtree(prefix, ignore_errors=True)
     prefix.mkdir(parents=True)
     cmake, ninja = build_llamacpp.build_tools(prefix)
-    build = prefix / "work"
     env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(prefix))
     with timed(seconds, "llama_configure"):
         run_logged([cmake, "-S", tree, "-B", build, "-G", "Ninja",
@@ -211,12 +212,8 @@ def build_llama(tree: Path, commit: str, prefix: Path, jobs: int, logfile: Path,
     with timed(seconds, "llama_build"):
         run_logged([cmake, "--build", build, "--target", "llama", "-j", str(jobs)], logfile,
                    "llama_build", env=env)
-    (prefix / "build" / "bin").mkdir(parents=True)
-    for lib in sorted((build / "bin").glob("lib*.so*")):
-        shutil.copy2(lib, prefix / "build" / "bin" / lib.name, follow_symlinks=False)
     shutil.copytree(tree / "include", prefix / "include")
     shutil.copytree(tree / "ggml" / "include", prefix / "ggml" / "include")
-    shutil.rmtree(build)
     marker.write_text(json.dumps(stamp) + "\n")
     return False
 

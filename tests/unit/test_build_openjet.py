@@ -106,7 +106,8 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     nvcc.chmod(0o755)
     out = tmp_path / "out"
     tool = _tool()
-    (out / "llama").mkdir(parents=True)  # as a first run left it: kept, not built again
+    (out / "llama" / "build" / "bin").mkdir(parents=True)  # as a first run left it: kept
+    (out / "llama" / "build" / "bin" / "libllama.so").write_text("")
     (out / "llama" / "LLAMA.json").write_text(json.dumps(
         {"commit": COMMIT, "cmake_flags": tool.LLAMA_FLAGS}))
     monkeypatch.setenv("PTXAS", PTXAS)
