@@ -314,7 +314,9 @@ def build(args: argparse.Namespace, out: Path, record: dict[str, Any]) -> None:
             ptxas = root / "ptxas.log"
             if ptxas.is_file():
                 record["ptxas"] = ptxas_summary(ptxas.read_text(errors="replace"))
-    record["nvcc_commands"] = [ln for ln in lines if ln.startswith(str(args.nvcc))]
+    joined = "\n".join(lines).replace("\\\n", " ").splitlines()  # make's continued lines
+    record["nvcc_commands"] = [" ".join(ln.split()) for ln in joined
+                               if ln.startswith(str(args.nvcc))]
     with timed(seconds, "check"):
         found = check_library(root / LIBRARY, args.python, logfile)
     record["jinja2"] = found["jinja2"]

@@ -40,7 +40,8 @@ MAKEFILE = """ARCH ?= 86
 override ARCH := sm_$(patsubst sm_%,%,$(ARCH))
 libqwen38mk.so: capi.c
 \t@printf '%s' "$$PTXAS" > ptxas.log
-\t$(NVCC) -arch=$(ARCH) -I$(LLAMA)/include capi.c -o $@
+\t$(NVCC) -arch=$(ARCH) -I$(LLAMA)/include capi.c \\
+\t\t-o $@
 """
 FAILING = """libqwen38mk.so:
 \t@echo 'qwen38_mk.cu(181): error: identifier "__ldcg_evict" is undefined'
@@ -131,7 +132,8 @@ def test_builds_records_and_writes_the_launcher(tmp_path: Path, setup: dict[str,
     assert record["nvcc"] == "Cuda compilation tools, release 13.0, V13.0.88"
     assert record["llama_cpp"]["commit"] == COMMIT and record["llama_cpp"]["kept"] is True
     assert "ARCH=sm_90" in record["make_command"] and "-j2" in record["make_command"]
-    assert any("-arch=sm_90" in c for c in record["nvcc_commands"])
+    [command] = record["nvcc_commands"]  # make's continued line joined
+    assert "-arch=sm_90" in command and command.endswith("capi.c -o libqwen38mk.so")
     assert record["ptxas"]["targets"] == ["sm_90"]
     assert record["ptxas"]["kernels"]["mk_cycle"] == [
         "128 registers, 2544 bytes stack frame, 1052 bytes spill stores, 1764 bytes spill loads"]
