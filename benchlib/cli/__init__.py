@@ -18,6 +18,7 @@ from benchlib.cli import (
     launch,
     measure,
     plan,
+    random_gguf,
     real_model,
     report,
     run,
@@ -28,7 +29,8 @@ from benchlib.cli import (
 
 __all__ = ["build_parser", "main"]
 
-_COMMANDS = (measure, sweep, run, report, launch, plan, scripted, tiny, real_model, import_)
+_COMMANDS = (measure, sweep, run, report, launch, plan, scripted, tiny, real_model,
+             random_gguf, import_)
 
 
 def build_parser() -> argparse.ArgumentParser:

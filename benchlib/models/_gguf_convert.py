@@ -27,19 +27,44 @@ the standard library at the top.
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 __all__ = ["GGUF_OUTTYPES", "TINY_GGUF_OUTTYPES", "convert_to_gguf", "gguf_name",
-           "make_tiny_gguf"]
+           "import_gguf", "llamacpp_python_paths", "make_tiny_gguf"]
 
 #: the converter's ``--outtype`` choices that the kit uses
 GGUF_OUTTYPES = ("f32", "f16", "bf16", "q8_0")
 #: the tiny model's two files: the speculative target (f16) and its draft (q8_0)
 TINY_GGUF_OUTTYPES = ("f16", "q8_0")
+
+
+def llamacpp_python_paths(llamacpp_dir: Path) -> list[str]:
+    """What goes first on ``sys.path`` for llama.cpp's Python side: its ``gguf-py`` (ahead
+    of any installed ``gguf``, so the package matches the tree) and the folder itself
+    (``conversion``, ``convert_hf_to_gguf``)."""
+    return [str(llamacpp_dir / "gguf-py"), str(llamacpp_dir)]
+
+
+def import_gguf(llamacpp_dir: Path) -> Any:
+    """llama.cpp's ``gguf`` package from ``llamacpp_dir/gguf-py`` (what ``make llamacpp``
+    keeps beside the converter), imported into this interpreter (it needs numpy and
+    PyYAML). Raises :class:`~benchlib.UsageError` naming ``--llamacpp`` when it is not
+    there."""
+    from benchlib._exceptions import UsageError
+
+    if not (llamacpp_dir / "gguf-py" / "gguf" / "__init__.py").is_file():
+        raise UsageError("--llamacpp", f"{llamacpp_dir} has no gguf-py/gguf "
+                         "(make llamacpp keeps it there)")
+    for path in reversed(llamacpp_python_paths(llamacpp_dir)):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    return importlib.import_module("gguf")
 
 
 def gguf_name(model_dir: Path, outtype: str) -> str:
@@ -100,7 +125,7 @@ def _run_converter(argv: list[str]) -> None:
     split = argv.index("--")
     opts = dict(zip(argv[:split:2], argv[1:split:2], strict=True))
     llamacpp, pre = Path(opts["--llamacpp"]), opts["--pre-tokenizer"]
-    sys.path[:0] = [str(llamacpp / "gguf-py"), str(llamacpp)]
+    sys.path[:0] = llamacpp_python_paths(llamacpp)
     import conversion.base  # type: ignore[import-not-found]  # llama.cpp's, on sys.path
 
     original = conversion.base.TextModel.get_vocab_base_pre
