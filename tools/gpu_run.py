@@ -334,14 +334,34 @@ def _bench(recipe: str, job: str, yields_when: Sequence[str] = ()) -> None:
                 yielded = True
     code = proc.wait()
     if run_dir is not None and run_dir.is_dir():
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-            tar.add(run_dir, arcname=run_dir.name)
-        (OUTBOX / f"{job}.tar.gz").write_bytes(buf.getvalue())
+        pack_run(run_dir, OUTBOX / f"{job}.tar.gz")
     if code == 0 and yields_when:
         (JOBS_DIR / f"{job}.finished").write_text(recipe + "\n")
     if code and not yielded:
         raise SystemExit(f"benchlib run {recipe} exited {code}")
+
+
+def pack_run(run_dir: Path, dest: Path) -> Path:
+    """``run_dir`` as a gzipped tar at ``dest`` (written whole or not at all)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(run_dir, arcname=run_dir.name)
+    partial = dest.with_name(dest.name + ".partial")
+    partial.write_bytes(buf.getvalue())
+    os.replace(partial, dest)
+    return dest
+
+
+def run_folder_of(job: str) -> Path | None:
+    """The run folder a run job's ``benchlib run`` named so far (its ``run:`` line)."""
+    logfile = OUTBOX / f"{job}.log"
+    if not logfile.is_file():
+        return None
+    for line in logfile.read_text(errors="replace").splitlines():
+        for prefix in ("run: ", "resuming: "):
+            if line.startswith(prefix):
+                return Path(line[len(prefix):].strip())
+    return None
 
 
 #: what the vLLM engines need there (../shared/notes/vllm-gpu.md; NVLink multicast stays off)
@@ -375,12 +395,18 @@ JOBS: tuple[Job, ...] = (
     Job("gguf", needs=("draft", "llamacpp-source")),
     Job("tiny", needs=("venv",)),
     Job("vllm-env", needs=("group:vllm",)),
-    Job("memory", needs=("venv", "vllm-env", "tiny"), after=("target",), gpu=True),
-    Job("compare", needs=("venv", "vllm-env", "llamacpp", "gguf"), after=("memory",),
-        gpu=True),
+    # the start-only shapes use the GPU while llama.cpp builds and the GGUFs are written,
+    # then hand it to the comparison at a variant boundary, and finish after it
+    Job("memory-first", needs=("venv", "vllm-env", "tiny"), after=("target",), gpu=True,
+        yields_when=("llamacpp", "gguf", "draft")),
+    Job("compare", needs=("venv", "vllm-env", "llamacpp", "gguf", "draft"),
+        after=("memory-first",), gpu=True),
+    Job("memory", needs=("venv", "vllm-env", "tiny"), after=("compare",), gpu=True,
+        resumes="memory-first"),
 )
+RUNS = {"memory-first": "params/h200-memory.yaml", "compare": "params/h200-vllm-llamacpp.yaml",
+        "memory": "params/h200-memory.yaml"}
 NEVER_RAN = "a job it needs failed"
-RUNS = {"memory": "params/h200-memory.yaml", "compare": "params/h200-vllm-llamacpp.yaml"}
 STEPS = {"venv": job_venv, "llamacpp-source": job_llamacpp_source, "llamacpp": job_llamacpp,
          "target": job_target, "draft": job_draft, "gguf": job_gguf, "tiny": job_tiny,
          "vllm-env": job_vllm_env}
@@ -539,6 +565,11 @@ def call(args: argparse.Namespace) -> int:
                         shutil.copy2(src, Path(out) / src.name)
                         sent += 1
                 delivered.write_text("")
+        for run in RUNS:  # what a running job measured so far: nothing is lost if the
+            folder = run_folder_of(run)  # machine is taken back before the job ends
+            if state(run) == "running" and folder is not None and folder.is_dir() and sent < 8:
+                pack_run(folder, Path(out) / f"{run}.partial.tar.gz")
+                sent += 1
         for src in (LLAMACPP / "BUILD.json",):
             if src.is_file() and sent < 8:
                 shutil.copy2(src, Path(out) / src.name)

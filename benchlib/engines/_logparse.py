@@ -58,6 +58,17 @@ class EngineLogFacts:
     model_loading_s: float | None = None
     cuda_graph_s: float | None = None
     init_engine_s: float | None = None
+    #: vLLM's own breakdown ("Desired GPU memory utilization is (U, R GiB). Actual usage
+    #: is …"): the utilization in force, and each part it reserved besides the KV cache
+    gpu_memory_utilization: float | None = None
+    requested_gib: float | None = None
+    activation_peak_gib: float | None = None
+    non_torch_gib: float | None = None
+    cuda_graph_gib: float | None = None
+    #: what the V1 model runner's CUDA-graph estimate took off the KV budget
+    cuda_graph_estimate_gib: float | None = None
+    #: "v2" when vLLM said it used its V2 model runner
+    model_runner: str | None = None
     #: llama.cpp: release number and commit (``build 11312 (0c1e570)``; version ``b11312``)
     build_number: int | None = None
     commit: str | None = None
@@ -164,6 +175,13 @@ def _read_facts(facts: EngineLogFacts, key: str, m: re.Match[str]) -> None:
         facts.cuda_graph_s = log_number(m.group(1))
     elif key == "init_engine_s":
         facts.init_engine_s = log_number(m.group(1))
+    elif key == "cuda_graph_estimate_gib":
+        facts.cuda_graph_estimate_gib = log_number(m.group(1))
+    elif key == "actual_usage":
+        (facts.gpu_memory_utilization, facts.requested_gib, _, facts.activation_peak_gib,
+         facts.non_torch_gib, facts.cuda_graph_gib) = (log_number(g) for g in m.groups())
+    elif key == "model_runner":
+        facts.model_runner = m.group(1).lower()
 
 
 def _seconds(m: re.Match[str]) -> float | None:

@@ -37,12 +37,17 @@ from benchlib.memory._kv import (
 )
 from benchlib.memory._load import load_model_config
 from benchlib.memory._nodes import NodeFit, NodePlan, pipeline_fit, plan_nodes, pp_partition
+from benchlib.memory._overhead import (
+    MEASURED,
+    Overhead,
+    default_utilization,
+    model_runner,
+    overhead_model,
+)
 from benchlib.memory._params import ParamBreakdown, count_params
 from benchlib.memory._plan import (
-    Overhead,
     Plan,
     PlanConfig,
-    overhead_model,
     plan,
     sweep_max_model_len,
 )
@@ -71,6 +76,7 @@ __all__ = [
     "GPU",
     "GPUS",
     "KV_CACHE_DTYPES",
+    "MEASURED",
     "SGLANG_LOG_PATTERNS",
     "TEXT_RULES",
     "VLLM_LOG_PATTERNS",
@@ -105,6 +111,7 @@ __all__ = [
     "count_params",
     "count_tokens",
     "decode_floor",
+    "default_utilization",
     "detect_language",
     "experts_touched",
     "find_gpu",
@@ -115,6 +122,7 @@ __all__ = [
     "load_gguf",
     "load_model_config",
     "log_number",
+    "model_runner",
     "overhead_model",
     "parse_sglang_log",
     "parse_vllm_log",

@@ -26,6 +26,9 @@ class GPU(BaseModel):
     bandwidth_gbs: float
     source: str
     aliases: tuple[str, ...] = ()
+    #: streaming multiprocessors (AMD: compute units), from the datasheet: vLLM sizes a
+    #: persistent sampler buffer by them
+    sm_count: int | None = None
 
 
 def _gib(gb: float) -> float:
@@ -34,47 +37,47 @@ def _gib(gb: float) -> float:
 
 _NV = "NVIDIA datasheet"
 GPUS: tuple[GPU, ...] = (
-    GPU(name="B200", memory_gb=192, memory_gib=178.4, bandwidth_gbs=8000,
+    GPU(name="B200", sm_count=148, memory_gb=192, memory_gib=178.4, bandwidth_gbs=8000,
         source=f"{_NV} (B200 192 GB HBM3e, 8 TB/s); nvidia-smi shows 183,359 MiB, torch "
         "~178.4 GiB",
         aliases=("b200-180gb",)),
-    GPU(name="B300", memory_gb=288, memory_gib=_gib(270), bandwidth_gbs=8000,
+    GPU(name="B300", sm_count=148, memory_gb=288, memory_gib=_gib(270), bandwidth_gbs=8000,
         source=f"{_NV} (HGX B300: 288 GB HBM3e, 8 TB/s)"),
-    GPU(name="H200", memory_gb=141, memory_gib=139.8, bandwidth_gbs=4800,
+    GPU(name="H200", sm_count=132, memory_gb=141, memory_gib=139.8, bandwidth_gbs=4800,
         source=f"{_NV} (H200 SXM 141 GB HBM3e, 4.8 TB/s); nvidia-smi shows 143,771 MiB, "
         "torch ~139.8 GiB", aliases=("h200-sxm",)),
-    GPU(name="H100-SXM", memory_gb=80, memory_gib=79.18, bandwidth_gbs=3350,
+    GPU(name="H100-SXM", sm_count=132, memory_gb=80, memory_gib=79.18, bandwidth_gbs=3350,
         source=f"{_NV} (H100 SXM5 80 GB HBM3, 3.35 TB/s); 79.18 GiB total from vLLM logs",
         aliases=("h100", "h100-80gb", "h100-sxm5")),
-    GPU(name="H100-PCIe", memory_gb=80, memory_gib=79.18, bandwidth_gbs=2000,
+    GPU(name="H100-PCIe", sm_count=114, memory_gb=80, memory_gib=79.18, bandwidth_gbs=2000,
         source=f"{_NV} (H100 PCIe 80 GB HBM2e, 2.0 TB/s)", aliases=("h100-pcie-80gb",)),
-    GPU(name="H20", memory_gb=96, memory_gib=_gib(96), bandwidth_gbs=4000,
+    GPU(name="H20", sm_count=78, memory_gb=96, memory_gib=_gib(96), bandwidth_gbs=4000,
         source=f"{_NV} (H20: 96 GB HBM3, 4.0 TB/s)"),
-    GPU(name="A100-80GB", memory_gb=80, memory_gib=79.25, bandwidth_gbs=2039,
+    GPU(name="A100-80GB", sm_count=108, memory_gb=80, memory_gib=79.25, bandwidth_gbs=2039,
         source=f"{_NV} (A100 SXM 80 GB HBM2e, 2,039 GB/s); 79.25 GiB total from vLLM logs",
         aliases=("a100", "a100-80", "a100-sxm-80gb")),
-    GPU(name="A100-40GB", memory_gb=40, memory_gib=39.39, bandwidth_gbs=1555,
+    GPU(name="A100-40GB", sm_count=108, memory_gb=40, memory_gib=39.39, bandwidth_gbs=1555,
         source=f"{_NV} (A100 40 GB HBM2, 1,555 GB/s)", aliases=("a100-40",)),
-    GPU(name="L40S", memory_gb=48, memory_gib=44.39, bandwidth_gbs=864,
+    GPU(name="L40S", sm_count=142, memory_gb=48, memory_gib=44.39, bandwidth_gbs=864,
         source=f"{_NV} (L40S 48 GB GDDR6, 864 GB/s)"),
-    GPU(name="L4", memory_gb=24, memory_gib=22.03, bandwidth_gbs=300,
+    GPU(name="L4", sm_count=58, memory_gb=24, memory_gib=22.03, bandwidth_gbs=300,
         source=f"{_NV} (L4 24 GB GDDR6, 300 GB/s)"),
-    GPU(name="A10", memory_gb=24, memory_gib=22.06, bandwidth_gbs=600,
+    GPU(name="A10", sm_count=72, memory_gb=24, memory_gib=22.06, bandwidth_gbs=600,
         source=f"{_NV} (A10 24 GB GDDR6, 600 GB/s)"),
-    GPU(name="RTX-PRO-6000", memory_gb=96, memory_gib=95.01, bandwidth_gbs=1792,
+    GPU(name="RTX-PRO-6000", sm_count=188, memory_gb=96, memory_gib=95.01, bandwidth_gbs=1792,
         source=f"{_NV} (RTX PRO 6000 Blackwell 96 GB GDDR7, 1,792 GB/s); 95.01 GiB from "
         "a vLLM log", aliases=("rtx-pro-6000-blackwell",)),
-    GPU(name="RTX-5090", memory_gb=32, memory_gib=31.36, bandwidth_gbs=1792,
+    GPU(name="RTX-5090", sm_count=170, memory_gb=32, memory_gib=31.36, bandwidth_gbs=1792,
         source=f"{_NV} (GeForce RTX 5090 32 GB GDDR7, 1,792 GB/s)", aliases=("5090",)),
-    GPU(name="RTX-4090", memory_gb=24, memory_gib=23.53, bandwidth_gbs=1008,
+    GPU(name="RTX-4090", sm_count=128, memory_gb=24, memory_gib=23.53, bandwidth_gbs=1008,
         source=f"{_NV} (GeForce RTX 4090 24 GB GDDR6X, 1,008 GB/s)", aliases=("4090",)),
-    GPU(name="RTX-3090", memory_gb=24, memory_gib=23.58, bandwidth_gbs=936,
+    GPU(name="RTX-3090", sm_count=82, memory_gb=24, memory_gib=23.58, bandwidth_gbs=936,
         source=f"{_NV} (GeForce RTX 3090 24 GB GDDR6X, 936 GB/s); 23.58 GiB from vLLM logs",
         aliases=("3090",)),
-    GPU(name="CMP-170HX", memory_gb=8, memory_gib=7.79, bandwidth_gbs=1493,
+    GPU(name="CMP-170HX", sm_count=70, memory_gb=8, memory_gib=7.79, bandwidth_gbs=1493,
         source="NVIDIA CMP 170HX product brief (8 GB HBM2e, 1,493 GB/s; GA100 mining board)",
         aliases=("cmp170hx",)),
-    GPU(name="MI300X", memory_gb=192, memory_gib=_gib(192), bandwidth_gbs=5300,
+    GPU(name="MI300X", sm_count=304, memory_gb=192, memory_gib=_gib(192), bandwidth_gbs=5300,
         source="AMD Instinct MI300X datasheet (192 GB HBM3, 5.3 TB/s)"),
 )
 

@@ -38,6 +38,7 @@ __all__ = [
     "kv_capacity",
     "kv_layout",
     "legacy_token_report",
+    "with_draft",
 ]
 
 KV_CACHE_DTYPES = ("auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2")
@@ -190,6 +191,22 @@ def kv_layout(a: ModelArch, *, tp: int = 1, kv_cache_dtype: str = "auto", block_
         bytes_per_token=sum(x.bytes_per_token for x in layers if x.kind in ("full", "mla")),
         sliding_bytes_per_token=sum(x.bytes_per_token for x in layers if x.kind == "sliding"),
         state_bytes_per_request=sum(x.state_bytes for x in layers), notes=notes)
+
+
+def with_draft(target: KVLayout, draft: KVLayout) -> KVLayout:
+    """The target's layout with a draft model's layers added: vLLM registers the drafter's
+    attention layers beside the target's (``SpecDecodeBaseProposer.load_model``), in the same
+    KV groups when their pages match, so one budget is divided over both."""
+    layers = [*target.layers, *draft.layers]
+    return target.model_copy(update={
+        "layers": layers,
+        "bytes_per_token": target.bytes_per_token + draft.bytes_per_token,
+        "sliding_bytes_per_token": target.sliding_bytes_per_token
+        + draft.sliding_bytes_per_token,
+        "state_bytes_per_request": target.state_bytes_per_request
+        + draft.state_bytes_per_request,
+        "notes": [*target.notes, f"the draft model's {len(draft.layers)} layers share the KV "
+                  "budget"]})
 
 
 def _blocks_per_request(layer: LayerCache, block: int, max_model_len: int,

@@ -13,6 +13,7 @@ lines); the activation peak is a model fitted to published logs (see
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -31,13 +32,15 @@ from benchlib.memory._kv import (
     kv_capacity,
     kv_layout,
     legacy_token_report,
+    with_draft,
 )
 from benchlib.memory._load import load_model_config
+from benchlib.memory._overhead import Overhead, default_utilization, overhead_model
 from benchlib.memory._params import ParamBreakdown, count_params
 from benchlib.memory._sglang import SGLangPool, sglang_pool
 from benchlib.memory._weights import WEIGHT_DTYPES, WeightPlan, weight_plan
 
-__all__ = ["Overhead", "Plan", "PlanConfig", "overhead_model", "plan", "sweep_max_model_len"]
+__all__ = ["Plan", "PlanConfig", "plan", "sweep_max_model_len"]
 
 GIB = 1024**3
 _VERSION_RE = re.compile(r"^\d+\.\d+")
@@ -63,7 +66,8 @@ class PlanConfig(BaseModel):
     gpu_bandwidth_gbs: float | None = Field(None, gt=0)
     num_gpus: int | None = Field(None, ge=1)
     tp: int | None = Field(None, ge=1)
-    gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
+    gpu_memory_utilization: float | None = Field(
+        None, gt=0, le=1, description="default: the vLLM version's own (0.92 since 0.21)")
     weight_dtype: str = "auto"
     kv_cache_dtype: str = "auto"
     max_model_len: int | None = Field(None, ge=1)
@@ -78,6 +82,17 @@ class PlanConfig(BaseModel):
         "vllm", description="sglang adds what SGLang will report (max_total_num_tokens)")
     mem_fraction_static: float | None = Field(
         None, gt=0, le=1, description="SGLang's --mem-fraction-static (default: SGLang's own)")
+    speculative: str | None = Field(
+        None, description="the speculative method the engine runs (draft, ngram, eagle, "
+        "mtp …): vLLM then profiles its rejection sampler")
+    draft_model: Path | None = Field(
+        None, description="a draft model's folder (config.json): its weights and KV layers "
+        "count on every GPU beside the target's")
+
+    @property
+    def utilization(self) -> float:
+        """The utilization in force: the one given, else this vLLM version's default."""
+        return self.gpu_memory_utilization or default_utilization(self.vllm_version)
 
     @model_validator(mode="after")
     def _check(self) -> PlanConfig:
@@ -94,66 +109,6 @@ class PlanConfig(BaseModel):
         if not _VERSION_RE.match(self.vllm_version.lstrip("v")):
             raise ValueError(f"--vllm-version {self.vllm_version!r}: expected like 0.32 or 0.10.1")
         return self
-
-
-class Overhead(BaseModel):
-    """Per-GPU memory vLLM reserves besides weights and KV."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    activation_gib: float
-    non_torch_gib: float
-    cuda_graph_gib: float
-    max_num_batched_tokens: int
-    max_num_seqs: int
-
-    @property
-    def total_gib(self) -> float:
-        return self.activation_gib + self.non_torch_gib + self.cuda_graph_gib
-
-
-# Fitted to the published logs in tests/data/vllm_logs (the benchmark prints the errors).
-# The activation peak is the larger of the forward pass over max_num_batched_tokens and the
-# sampler's profiling run over max_num_seqs × vocab fp32 logits (they do not overlap).
-#: bytes per scheduled token per unit of (hidden + 2 × intermediate / tp)
-_FORWARD_BYTES = 5.0
-#: fp32 [max_num_seqs × vocab] copies the sampler's profiling run keeps alive, by vLLM era
-_SAMPLER_COPIES = {"legacy": 2.6, "v0.11": 9.7, "current": 0.0}
-#: CUDA context, NCCL and custom all-reduce buffers outside torch's allocator
-_NON_TORCH_GIB = {1: 0.15, 2: 0.35}
-#: CUDA-graph pool estimate vLLM subtracts from the budget since 0.21
-_CUDA_GRAPH_GIB = 0.15
-
-
-def _era(version: str) -> Literal["legacy", "v0.11", "current"]:
-    v = _version(version)
-    return "legacy" if v < (0, 11) else "v0.11" if v < (0, 21) else "current"
-
-
-def _big_gpu(memory_gib: float | None, gpu: GPU | None) -> bool:
-    """vLLM's serve defaults: 8192 batched tokens / 1024 seqs on ≥70 GiB GPUs but A100s."""
-    if gpu is not None and gpu.name.startswith("A100"):
-        return False
-    return memory_gib is not None and memory_gib >= 70
-
-
-def overhead_model(a: ModelArch, *, tp: int, vllm_version: str, memory_gib: float | None,
-                   gpu: GPU | None = None, max_num_batched_tokens: int | None = None,
-                   max_num_seqs: int | None = None) -> Overhead:
-    """Activation peak, non-torch memory and CUDA-graph pool for one GPU, vLLM's way."""
-    era = _era(vllm_version)
-    big = era != "legacy" and _big_gpu(memory_gib, gpu)
-    tokens = max_num_batched_tokens or (8192 if big else 2048)
-    seqs = max_num_seqs or (1024 if big else 256)
-    inter = a.intermediate_size
-    if a.moe is not None:
-        inter = a.moe.expert_intermediate_size * a.moe.top_k
-    forward = tokens * (a.hidden_size + 2 * inter / tp) * _FORWARD_BYTES
-    sampler = _SAMPLER_COPIES[era] * seqs * a.vocab_size * 4
-    non_torch = _NON_TORCH_GIB[min(tp, 2)]
-    graphs = _CUDA_GRAPH_GIB if era == "current" else 0.0
-    return Overhead(activation_gib=max(forward, sampler) / GIB, non_torch_gib=non_torch,
-                    cuda_graph_gib=graphs, max_num_batched_tokens=tokens, max_num_seqs=seqs)
 
 
 class Plan(BaseModel):
@@ -201,7 +156,7 @@ class Plan(BaseModel):
             "model": self.arch.name, "model_type": self.arch.model_type,
             "gpu": self.gpu.name if self.gpu else None, "gpu_memory_gib": self.memory_gib,
             "num_gpus": self.num_gpus, "tp": self.tp,
-            "gpu_memory_utilization": self.config.gpu_memory_utilization,
+            "gpu_memory_utilization": self.config.utilization,
             "max_model_len": self.max_model_len,
             "total_params": self.params.total, "active_params": self.params.active,
             "params_source": self.params.source,
@@ -268,10 +223,22 @@ def plan(cfg: PlanConfig, arch: ModelArch | None = None) -> Plan:
     params = count_params(a)
     weights = weight_plan(a, tp=tp, weight_dtype=cfg.weight_dtype, params=params)
     layout = kv_layout(a, tp=tp, kv_cache_dtype=cfg.kv_cache_dtype, block_size=cfg.block_size)
+    draft = load_model_config(cfg.draft_model) if cfg.draft_model is not None else None
+    if draft is not None:
+        dweights = weight_plan(draft, tp=tp, weight_dtype=cfg.weight_dtype)
+        weights = weights.model_copy(update={
+            "total_bytes": weights.total_bytes + dweights.total_bytes,
+            "per_gpu_bytes": weights.per_gpu_bytes + dweights.per_gpu_bytes,
+            "notes": [*weights.notes, f"the draft model's {dweights.per_gpu_gib:.2f} GiB per "
+                      "GPU loads with the target's ('Model loading took' counts both)"]})
+        layout = with_draft(layout, kv_layout(draft, tp=tp, kv_cache_dtype=cfg.kv_cache_dtype,
+                                              block_size=cfg.block_size))
     overhead = overhead_model(a, tp=tp, vllm_version=cfg.vllm_version, memory_gib=memory,
                               gpu=gpu, max_num_batched_tokens=cfg.max_num_batched_tokens,
-                              max_num_seqs=cfg.max_num_seqs)
-    usable = memory * cfg.gpu_memory_utilization if memory else None
+                              max_num_seqs=cfg.max_num_seqs, max_model_len=max_len,
+                              speculative=cfg.speculative, draft=draft)
+    # vLLM requests ceil(total × utilization) bytes (v1/worker/utils.py request_memory)
+    usable = math.ceil(memory * GIB * cfg.utilization) / GIB if memory else None
     budget: float | None
     source: Literal["predicted", "given"] | None
     if cfg.kv_budget_gib is not None:

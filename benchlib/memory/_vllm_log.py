@@ -28,6 +28,17 @@ Each pattern, with its groups:
     ``Graph capturing finished in 12 secs``: (1) seconds.
 ``init_engine_s``
     ``init engine (profile, create kv cache, warmup model) took 61.20 seconds``: (1) seconds.
+``cuda_graph_estimate_gib``
+    ``Estimated CUDA graph memory: 0.64 GiB total`` (the V1 model runner's estimate, which
+    vLLM ≥ 0.21 subtracts from the KV budget): (1) GiB.
+``actual_usage``
+    ``Desired GPU memory utilization is (0.92, 128.62 GiB). Actual usage is 56.88 GiB for
+    weight, 2.68 GiB for peak activation, 0.24 GiB for non-torch memory, and 0.8 GiB for
+    CUDAGraph memory``: (1) the utilization in force, (2) the GiB it requests, (3) weights,
+    (4) peak activation, (5) non-torch memory, (6) the CUDA graphs' actual pool.
+``model_runner``
+    ``Using V2 Model Runner`` (vLLM ≥ 0.26 on dense models): the model runner, whose profile
+    differs (no CUDA-graph estimate, a greedy sampler profile).
 
 Numbers may carry thousands separators; :func:`log_number` reads them.
 """
@@ -51,6 +62,12 @@ VLLM_LOG_PATTERNS: Mapping[str, re.Pattern[str]] = MappingProxyType({
         r"Maximum concurrency for ([\d,]+) tokens per request: ([\d,.]+)x"),
     "cuda_graph_s": re.compile(r"Graph capturing finished in ([\d.]+) s"),
     "init_engine_s": re.compile(r"init engine \([^)]*\) took ([\d.]+) s"),
+    "cuda_graph_estimate_gib": re.compile(r"Estimated CUDA graph memory: ([\d.]+) GiB total"),
+    "actual_usage": re.compile(
+        r"Desired GPU memory utilization is \(([\d.]+), ([\d.]+) GiB\)\. Actual usage is "
+        r"([\d.]+) GiB for weight, ([\d.]+) GiB for peak activation, ([\d.]+) GiB for "
+        r"non-torch memory, and (-?[\d.]+) GiB for CUDAGraph memory"),
+    "model_runner": re.compile(r"Using (V2) Model Runner"),
 })
 
 #: the table's keys the memory comparison reads, and the names it reports them under

@@ -26,13 +26,9 @@ A figure either side lacks is shown with ``None`` and never flagged.
 
 from __future__ import annotations
 
-import http.client
 import itertools
 import math
 import re
-import ssl
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,14 +36,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from benchlib._exceptions import BenchlibError
-from benchlib.measure import metrics_url
 from benchlib.recipe import Recipe, Scenario
 
 if TYPE_CHECKING:
     from benchlib.memory import Plan
 
 __all__ = ["FLAG_PCT", "EngineVsPlan", "PlanFigure", "compare_engine_to_plan",
-           "flagged_lines", "kv_usage_expected", "read_cache_config", "scrape_cache_config"]
+           "flagged_lines", "kv_usage_expected"]
 
 #: a difference above this (percent of the plan's figure) is flagged
 FLAG_PCT = 2.0
@@ -78,10 +73,24 @@ _ADVICE = {
                        "figure",
     "kv_blocks": "the KV blocks are not the plan's: check --block-size and the KV dtype, "
                  "then the budget",
+    "gpu_memory_utilization": "the engine ran at another utilization than the plan assumed: "
+                              "pass --gpu-memory-utilization in engine.args (the plan follows "
+                              "it), or leave both to this vLLM version's default",
+    "activation_peak_gib": "vLLM's profile peaked elsewhere than the plan's model of it "
+                           "(benchlib/memory/_overhead.py): check max_num_batched_tokens, "
+                           "max_num_seqs and the model runner (V1/V2) the log names",
+    "non_torch_gib": "the CUDA context grew by another amount than measured on the H200 "
+                     "(benchlib.memory.MEASURED): another GPU, driver or parallel layout",
+    "cuda_graph_estimate_gib": "vLLM's CUDA-graph estimate (V1 model runner) is not the "
+                               "measured one the plan uses: another model class or GPU",
 }
+#: the overhead's parts are flagged by what they move the KV budget by: this share of it
+PART_FLAG_SHARE = 0.01
 _UNITS = {"weights_gib": "GiB", "draft_weights_gib": "GiB", "draft_kv_cache_gib": "GiB",
-          "kv_budget_gib": "GiB",
-          "kv_cache_gib": "GiB", "kv_cache_tokens": "tokens", "kv_blocks": "blocks"}
+          "kv_budget_gib": "GiB", "kv_cache_gib": "GiB", "kv_cache_tokens": "tokens",
+          "kv_blocks": "blocks", "gpu_memory_utilization": "fraction",
+          "activation_peak_gib": "GiB", "non_torch_gib": "GiB",
+          "cuda_graph_estimate_gib": "GiB"}
 
 
 class PlanFigure(BaseModel):
@@ -123,14 +132,19 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _figure(figure: str, plan: float | None, engine: float | None, source: str
-            ) -> PlanFigure:
+def _figure(figure: str, plan: float | None, engine: float | None, source: str,
+            budget: float | None = None) -> PlanFigure:
+    """One row; ``budget`` (GiB): a part of the overhead, flagged when it moves the KV
+    budget by more than :data:`PART_FLAG_SHARE` of it rather than by its own share."""
     diff = None if plan is None or engine is None or plan == 0 else (engine - plan) / plan * 100
     flagged = diff is not None and abs(diff) > FLAG_PCT
+    if budget is not None:
+        flagged = (plan is not None and engine is not None
+                   and abs(engine - plan) > PART_FLAG_SHARE * abs(budget))
     unit = _UNITS[figure]
 
     def shown(value: float | None) -> int | float | None:  # counts as counts
-        return value if value is None or unit == "GiB" else round(value)
+        return value if value is None or unit in ("GiB", "fraction") else round(value)
 
     return PlanFigure(figure=figure, unit=unit, plan=shown(plan), engine=shown(engine),
                       source=source, diff_pct=None if diff is None else round(diff, 3),
@@ -147,39 +161,6 @@ def _arg(args: Sequence[str], *flags: str) -> str | None:
         elif "=" in flag and flag.split("=", 1)[0] in flags:
             found = flag.split("=", 1)[1]
     return found
-
-
-def read_cache_config(metrics_text: str) -> dict[str, str]:
-    """The labels of vLLM's ``vllm:cache_config_info`` in a ``/metrics`` text (block_size,
-    num_gpu_blocks, kv_cache_memory_bytes, kv_cache_size_tokens …); ``{}`` without it."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    lines = [ln for ln in metrics_text.splitlines() if "vllm:cache_config_info" in ln]
-    for family in text_string_to_metric_families("\n".join(lines) + "\n"):
-        for sample in family.samples:
-            if sample.name == "vllm:cache_config_info":
-                return dict(sample.labels)
-    return {}
-
-
-def scrape_cache_config(base_url: str, api_key: str | None = None, timeout_s: float = 5.0,
-                        context: ssl.SSLContext | None = None
-                        ) -> tuple[dict[str, str], str | None]:
-    """One GET of the engine's ``/metrics``: :func:`read_cache_config`'s labels, and what
-    went wrong (None: nothing) — a failed scrape is said, never raised. ``context``: how to
-    trust an ``https`` engine."""
-    url = metrics_url(base_url)
-    request = urllib.request.Request(url, headers={"accept": "text/plain"} | (
-        {"authorization": f"Bearer {api_key}"} if api_key else {}))
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s, context=context) as resp:
-            text = resp.read().decode("utf-8", "replace")
-    except (OSError, http.client.HTTPException, urllib.error.URLError) as exc:
-        return {}, f"cannot read {url}: {type(exc).__name__}: {exc}"
-    try:
-        return read_cache_config(text), None
-    except ValueError as exc:
-        return {}, f"{url} does not parse: {exc}"
 
 
 def _label_int(labels: Mapping[str, str], key: str) -> int | None:
@@ -202,8 +183,16 @@ def _settings(recipe: Recipe, model: Path, cache_config: Mapping[str, str]
         cfg["max_model_len"] = e.max_model_len
     extra: dict[str, Any] = {}
     if e.kind == "vllm":
+        # the utilization the engine runs at: its flag, else its version's default (the
+        # recipe's plan setting sizes 00_plan, not an engine it is not passed to)
+        cfg.pop("gpu_memory_utilization", None)
         if e.version:
             cfg["vllm_version"] = str(e.version)
+        spec = e.speculative
+        if spec.on:
+            cfg["speculative"] = spec.method
+            if spec.draft_model is not None and (spec.draft_model / "config.json").is_file():
+                cfg["draft_model"] = spec.draft_model
         if e.parallel is not None:  # the kit passes --tensor-parallel-size from it
             cfg["tp"] = e.parallel.tp
         for key, flags, kind in (
@@ -252,6 +241,21 @@ def _vllm_rows(p: Plan, facts: Mapping[str, Any], cache_config: Mapping[str, str
     rows.append(_figure("kv_blocks", float(p.capacity.num_blocks) if p.capacity else None,
                         _number(_label_int(cache_config, "num_gpu_blocks")),
                         "/metrics vllm:cache_config_info{num_gpu_blocks}"))
+    if p.overhead.runner == "legacy" or p.kv_budget_gib is None:
+        return rows
+    # vLLM's own breakdown ("Actual usage is …", "Estimated CUDA graph memory"), part by part
+    usage = "log: Desired GPU memory utilization … Actual usage is …"
+    o, budget = p.overhead, p.kv_budget_gib
+    rows += [_figure("gpu_memory_utilization", p.config.utilization,
+                     _number(facts.get("gpu_memory_utilization")), usage),
+             _figure("activation_peak_gib", o.activation_gib,
+                     _number(facts.get("activation_peak_gib")), usage, budget),
+             _figure("non_torch_gib", o.non_torch_gib, _number(facts.get("non_torch_gib")),
+                     usage, budget),
+             _figure("cuda_graph_estimate_gib", o.cuda_graph_gib,
+                     _number(facts.get("cuda_graph_estimate_gib")) if o.runner == "v1"
+                     or facts.get("cuda_graph_estimate_gib") is not None else 0.0,
+                     "log: Estimated CUDA graph memory (V1 model runner; none on V2)", budget)]
     return rows
 
 
@@ -320,6 +324,8 @@ def compare_engine_to_plan(recipe: Recipe, model_path: Path | None,
 def _fmt(value: float | None, unit: str) -> str:
     if value is None:
         return "n/a"
+    if unit == "fraction":
+        return f"{value:.4g}"
     return f"{value:.4g} {unit}" if unit == "GiB" else f"{value:,.0f} {unit}"
 
 

@@ -21,11 +21,11 @@ from benchlib.pipeline._declare import Param, RunFacts, Step, StepInputs
 from benchlib.pipeline._fairness import Probe, probe_engine, tokenizer_dir
 from benchlib.pipeline._results import save_results
 from benchlib.pipeline._standalone import endpoint, results_file, step_folder, url_context
+from benchlib.pipeline.steps._cache_config import scrape_cache_config
 from benchlib.pipeline.steps._engine_vs_plan import (
     EngineVsPlan,
     compare_engine_to_plan,
     flagged_lines,
-    scrape_cache_config,
 )
 from benchlib.recipe import Recipe
 

@@ -23,6 +23,13 @@ time.sleep(60)
 """
 
 
+def _group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
 def _nice_of(tid: int) -> int:
     stat = Path(f"/proc/{tid}/stat").read_text()
     return int(stat[stat.rindex(")") + 2:].split()[16])  # field 19: nice
@@ -41,9 +48,10 @@ def test_every_thread_of_the_named_process_is_reniced_and_no_other(tmp_path: Pat
         assert engine.pgid is not None
         done = lower_priority(engine.pgid, {"VLLM::EngineCore": 10, "VLLM::Worker": 5})
         assert done == {"VLLM::EngineCore": 2, "VLLM::Worker": 0}  # main thread + one more
-        core = [int(p) for p in os.listdir("/proc") if p.isdigit()
-                and Path(f"/proc/{p}/comm").exists()
-                and Path(f"/proc/{p}/comm").read_text().strip() == "VLLM::EngineCor"]
+        core = [int(p) for p in os.listdir("/proc") if p.isdigit()  # of this group only:
+                and Path(f"/proc/{p}/comm").exists()  # another engine may run on the host
+                and Path(f"/proc/{p}/comm").read_text().strip() == "VLLM::EngineCor"
+                and _group_of(int(p)) == engine.pgid]
         assert len(core) == 1
         tids = [int(t) for t in os.listdir(f"/proc/{core[0]}/task")]
         assert [_nice_of(t) for t in tids] == [10, 10]

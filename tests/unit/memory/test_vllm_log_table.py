@@ -17,6 +17,15 @@ SAMPLES = {
     "cuda_graph_s": "[gpu_model_runner.py] Graph capturing finished in 12 secs, took 0.50 GiB",
     "init_engine_s": "[core.py] init engine (profile, create kv cache, warmup model) took "
                      "61.20 seconds",
+    # the H200 run of vLLM 0.26.0 (tests/data/h200_memory)
+    "cuda_graph_estimate_gib": "(EngineCore pid=4109) INFO 12-04 06:11:16 "
+                               "[gpu_model_runner.py:6737] Estimated CUDA graph memory: 0.64 "
+                               "GiB total",
+    "actual_usage": "[gpu_worker.py:857] Free memory on device (139.29/139.8 GiB) on startup. "
+                    "Desired GPU memory utilization is (0.92, 128.62 GiB). Actual usage is "
+                    "56.88 GiB for weight, 2.68 GiB for peak activation, 0.24 GiB for "
+                    "non-torch memory, and 0.8 GiB for CUDAGraph memory. Replace …",
+    "model_runner": "INFO [gpu_worker.py:378] Using V2 Model Runner",
 }
 
 

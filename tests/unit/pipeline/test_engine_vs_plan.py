@@ -14,12 +14,12 @@ import pytest
 
 from benchlib.engines import parse_engine_log
 from benchlib.pipeline import LaunchResult
+from benchlib.pipeline.steps._cache_config import read_cache_config
 from benchlib.pipeline.steps._engine_vs_plan import (
     EngineVsPlan,
     compare_engine_to_plan,
     flagged_lines,
     kv_usage_expected,
-    read_cache_config,
 )
 from benchlib.recipe import Recipe, recipe_from_dict
 

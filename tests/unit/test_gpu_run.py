@@ -1,0 +1,123 @@
+"""tools/gpu_run.py's driver: the visit's job table keeps the GPU to one job at a time, a job
+starts only once what it needs succeeded, a run that yields hands the GPU over at a variant
+boundary (a real child process is stopped), and a running job's folder comes back with every
+call. What the jobs do there (CUDA builds, engines) runs on the GPU machine only."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import sys
+import tarfile
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _tool() -> ModuleType:
+    sys.path.insert(0, str(REPO / "tools"))
+    spec = importlib.util.spec_from_file_location("gpu_run", REPO / "tools" / "gpu_run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_run"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_jobs_follow_one_another_and_every_name_is_known() -> None:
+    gr = _tool()
+    names = {j.name for j in gr.JOBS}
+    for job in gr.JOBS:
+        for need in (*job.needs, *job.after, *job.yields_when):
+            assert need.startswith("group:") or need in names, (job.name, need)
+    gpu = [j for j in gr.JOBS if j.gpu]
+    for earlier, later in itertools.pairwise(gpu):
+        assert earlier.name in later.after, f"{later.name} must come after {earlier.name}"
+    assert [j for j in gr.JOBS if j.resumes] and all(
+        gr.RUNS[j.name] == gr.RUNS[j.resumes] for j in gr.JOBS if j.resumes)
+
+
+@pytest.fixture
+def gr(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    module = _tool()
+    monkeypatch.setattr(module, "JOBS_DIR", tmp_path / "jobs")
+    monkeypatch.setattr(module, "OUTBOX", tmp_path / "out")
+    (tmp_path / "jobs").mkdir()
+    return module
+
+
+def _mark(gr: ModuleType, name: str, end: str) -> None:
+    (gr.JOBS_DIR / f"{name}.{end}").write_text("0\n")
+
+
+def test_a_job_waits_for_what_it_needs_and_never_runs_after_a_failure(gr: ModuleType) -> None:
+    compare = next(j for j in gr.JOBS if j.name == "compare")
+    groups = {"base": {"whole": True}, "vllm": {"whole": True}}
+    assert gr._ready(compare, groups) is False
+    for name in ("venv", "vllm-env", "llamacpp", "gguf", "draft"):
+        _mark(gr, name, "ok")
+    assert gr._ready(compare, groups) is False  # memory-first has not ended
+    _mark(gr, "memory-first", "failed")  # ended either way: the GPU is free
+    assert gr._ready(compare, groups) is True
+    _mark(gr, "llamacpp", "failed")
+    (gr.JOBS_DIR / "llamacpp.ok").unlink()
+    assert gr._ready(compare, groups) is None
+    venv = next(j for j in gr.JOBS if j.name == "venv")
+    assert gr._ready(venv, {"base": {"whole": False}}) is False
+
+
+def _fake_benchlib(tmp_path: Path, run_dir: Path) -> Path:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    script = venv / "bin" / "benchlib"
+    script.write_text(f"""#!{sys.executable}
+import signal, sys, time, pathlib
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(130))
+run = pathlib.Path({str(run_dir)!r}); run.mkdir(parents=True, exist_ok=True)
+(run / "a.json").write_text("{{}}")
+print("run: " + str(run), flush=True)
+print("[a] engine stopped", flush=True)
+time.sleep(30)
+(run / "b.json").write_text("{{}}")
+print("[b] engine stopped", flush=True)
+""")
+    script.chmod(0o755)
+    return venv
+
+
+def test_a_run_yields_the_gpu_at_a_variant_boundary(gr: ModuleType, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    run_dir = tmp_path / "outputs" / "r"
+    monkeypatch.setattr(gr, "VENV", _fake_benchlib(tmp_path, run_dir))
+    _mark(gr, "llamacpp", "ok")
+    gr._bench("params/x.yaml", "memory-first", ("llamacpp",))  # returns: it yielded
+    assert not (run_dir / "b.json").exists()
+    with tarfile.open(gr.OUTBOX / "memory-first.tar.gz") as tar:
+        assert "r/a.json" in tar.getnames()
+    assert not (gr.JOBS_DIR / "memory-first.finished").exists()  # a later job resumes it
+
+
+def test_a_running_jobs_folder_comes_back_with_every_call(gr: ModuleType, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    run_dir = tmp_path / "outputs" / "c"
+    (run_dir / "v").mkdir(parents=True)
+    (run_dir / "v" / "03_measure.json").write_text("{}")
+    gr.OUTBOX.mkdir()
+    (gr.OUTBOX / "compare.log").write_text(f"checked\nrun: {run_dir}\n[v] 03_measure: ok\n")
+    _mark(gr, "compare", "started")
+    monkeypatch.setattr(gr, "_driver_alive", lambda: True)
+    monkeypatch.setattr(gr.gpu_bundle, "receive", lambda *a, **k: {})
+    out = tmp_path / "OUT"
+    out.mkdir()
+    monkeypatch.setenv("OUT", str(out))
+    args = gr.main.__globals__["argparse"].Namespace(rerun=[], stop=[], wait="", timeout=0)
+    assert gr.call(args) == 0
+    with tarfile.open(out / "compare.partial.tar.gz") as tar:
+        assert "c/v/03_measure.json" in tar.getnames()
+    status = json.loads((out / "status.json").read_text())
+    assert status["jobs"]["compare"]["state"] == "running"
