@@ -41,7 +41,7 @@ def test_a_batch_runs_past_failures_and_indexes_every_run(
     folder.mkdir()
     recipe(folder, "a-ok", server.url, tiny_model)
     recipe(folder, "b-down", f"http://127.0.0.1:{free_port()}", tiny_model)
-    (folder / "c-bad.yaml").write_text("name: c\nscenarios: []\n")
+    (folder / "c-bad.yaml").write_text("name: c\nscenarios: 3\n")
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, "-m", "benchlib", "run", str(folder), "--outputs",
                            str(out)], capture_output=True, text=True, cwd=REPO, timeout=600,
