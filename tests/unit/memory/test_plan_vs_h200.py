@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,16 +22,29 @@ from benchlib.recipe import load_recipe, resolve_paths
 
 REPO = Path(__file__).resolve().parents[3]
 DATA = REPO / "tests" / "data" / "h200_memory"
-RUN = DATA / "h200-memory"
 SHAPES = json.loads((DATA / "shapes.json").read_text())
-RECIPE = resolve_paths(load_recipe(REPO / "params" / "h200-memory.yaml"), REPO)
-STARTED = sorted(p.parent.name for p in RUN.glob("*/engine.log"))
+#: the kept runs: shape → (recipe, variant, run folder). h200-memory: start-only, default
+#: settings; h200-vllm-short: the short visit's run, --enforce-eager (no CUDA-graph estimate)
+RUNS = {
+    "qwen3-30b-a3b": ("h200-memory", "qwen3-30b-a3b"),
+    "qwen3-8b": ("h200-vllm-short", "vllm-nospec"),
+}
+STARTED = sorted(shape for shape, (name, variant) in RUNS.items()
+                 if (DATA / name / variant / "engine.log").is_file())
+
+
+def _run(shape: str) -> tuple[Any, Path]:
+    """The variant's recipe as it ran, and its kept run folder."""
+    name, variant = RUNS[shape]
+    recipe = resolve_paths(load_recipe(REPO / "params" / f"{name}.yaml"), REPO)
+    return dict(recipe.variant_recipes())[variant], DATA / name / variant
 
 
 def test_the_split_is_committed_and_every_run_belongs_to_one_side() -> None:
     fit, held = set(SHAPES["fit"]), set(SHAPES["held_apart"])
     assert not fit & held and len(held) >= 3
-    assert set(STARTED) <= fit | held and STARTED
+    assert set(STARTED) <= fit | held and STARTED and set(STARTED) == set(RUNS)
+    assert set(STARTED) & held, "at least one live run only tests the overhead model"
     # what the plan took from a run names a run of the fit set
     for term in MEASURED.values():
         assert "Qwen3-30B-A3B" in str(term["source"]) and "qwen3-30b-a3b" in fit
@@ -38,8 +52,7 @@ def test_the_split_is_committed_and_every_run_belongs_to_one_side() -> None:
 
 @pytest.mark.parametrize("variant", STARTED)
 def test_plan_within_one_percent_of_the_live_engine(variant: str) -> None:
-    recipe = dict(RECIPE.variant_recipes())[variant]
-    folder = RUN / variant
+    recipe, folder = _run(variant)
     log = (folder / "engine.log").read_text()
     kept = json.loads((folder / "02_launch.json").read_text())["results"]["plan_vs_engine"]
     blocks = next(r["engine"] for r in kept["rows"] if r["figure"] == "kv_blocks")
