@@ -78,7 +78,7 @@ def test_seed_000_on_eight_h200s_with_dummy_weights() -> None:
     models with dummy weights and the kit's tokenizer, NVLink multicast off."""
     out, err = _dry_run("params/seeds/000-glm-kimi-8xh200.yaml")
     glm_mtp, rest = out.split("# variant glm-5.2-fp8-nospec")
-    glm_off, kimi = rest.split("# variant kimi-k2.6-int4")
+    glm_off, kimi = rest.split("# variant kimi-k2.6-int4-text")
     for part in (glm_mtp, glm_off, kimi):
         for flags in ("--tensor-parallel-size 8", "--dtype bfloat16", "--kv-cache-dtype fp8",
                       "--gpu-memory-utilization 0.90", "--max-model-len 32768",
@@ -89,7 +89,7 @@ def test_seed_000_on_eight_h200s_with_dummy_weights() -> None:
             assert flags in part, flags
         assert "--trust-remote-code" not in part
     assert "params/models/zai-org--glm-5.2-fp8 " in glm_mtp
-    assert "params/models/moonshotai--kimi-k2.6 " in kimi
+    assert "params/models/moonshotai--kimi-k2.6-text " in kimi  # the language model alone
     spec = json.loads(glm_mtp.split("--speculative-config '")[1].split("'")[0])
     assert spec == {"method": "mtp", "num_speculative_tokens": 3}
     assert "--speculative" not in glm_off and "--speculative" not in kimi

@@ -21,6 +21,7 @@ from benchlib.memory._kv import KVLayout, LayerCache, kv_capacity
 MODELS = Path(__file__).resolve().parents[3] / "params" / "models"
 GLM = MODELS / "zai-org--glm-5.2-fp8"
 KIMI = MODELS / "moonshotai--kimi-k2.6"
+KIMI_TEXT = MODELS / "moonshotai--kimi-k2.6-text"  # what the recipe serves (SOURCE.md: why)
 GIB = 2**30
 
 
@@ -77,6 +78,19 @@ def test_kimi_int4_per_gpu() -> None:
     assert s["kv_cache_tokens"] == pytest.approx(1_521_008, rel=1e-3)
     assert s["max_concurrency"] == pytest.approx(46.42, abs=0.01)
     assert s["decode_floor_ms"] == pytest.approx(1.50, abs=0.01)
+
+
+def test_kimi_language_model_alone_per_gpu() -> None:
+    whole, text = _plan(KIMI), _plan(KIMI_TEXT)
+    s = text.summary()
+    assert s["weights_gib_per_gpu"] == pytest.approx(70.88, abs=0.01)
+    assert s["kv_bytes_per_token"] == 35_136
+    assert s["kv_cache_tokens"] == pytest.approx(1_524_000, rel=1e-3)
+    assert s["decode_floor_ms"] == pytest.approx(1.48, abs=0.01)
+    # the only difference is the vision tower: 0.42 B parameters, in BF16
+    gap = whole.weights.total_bytes - text.weights.total_bytes
+    assert gap == pytest.approx(2 * whole.arch.tower_params, rel=1e-3)
+    assert not text.warnings
 
 
 def test_one_attention_type_with_two_page_sizes_is_one_group() -> None:
