@@ -188,6 +188,8 @@ def device_calls(parts: Sequence[Path], visit: str = "full") -> list[dict[str, A
         for p in parts]
     for job in (j for j in VISITS[visit] if j in RUNS and not j.endswith("-first")):
         calls.append({"timeout_s": 600, "command": f"{cmd} --wait {job} --timeout 540 2>&1"})
+    if visit in VISIT_KINDS:
+        calls = [{"kind": VISIT_KINDS[visit], **c} for c in calls]
     return calls
 
 
@@ -405,17 +407,28 @@ JOBS: tuple[Job, ...] = (
         resumes="memory-first"),
     # the short visit's one run: vLLM alone, eager, on a shape held apart from the overhead fit
     Job("vllm-short", needs=("venv", "vllm-env", "tiny"), gpu=True),
+    # seed 000 at its shape on the eight-GPU kind (nvidia-h200-x8): GLM-5.2-FP8 MTP on and
+    # off, Kimi-K2.6, TP 8, dummy weights; the dense-MLA fallback only in a visit of its own
+    Job("seed000-x8", needs=("venv", "vllm-env", "tiny"), gpu=True),
+    Job("seed000-x8-dense-mla", needs=("venv", "vllm-env", "tiny"), gpu=True),
 )
 RUNS = {"memory-first": "params/h200-memory.yaml", "compare": "params/h200-vllm-llamacpp.yaml",
-        "memory": "params/h200-memory.yaml", "vllm-short": "params/h200-vllm-short.yaml"}
+        "memory": "params/h200-memory.yaml", "vllm-short": "params/h200-vllm-short.yaml",
+        "seed000-x8": "params/seeds/000-glm-kimi-8xh200.yaml",
+        "seed000-x8-dense-mla": "params/seeds/000-glm-kimi-8xh200-dense-mla.yaml"}
 #: the jobs each kind of visit runs: ``full`` (about 25 minutes of device time: llama.cpp's
 #: CUDA build, the models, the comparison, six start-only shapes) or ``vllm-short`` (a few
-#: minutes: vLLM's bundle, the kit, one eager run of vLLM on config-only weights)
+#: minutes: vLLM's bundle, the kit, one eager run of vLLM on config-only weights);
+#: ``seed000-x8`` and ``seed000-x8-dense-mla`` need the nvidia-h200-x8 kind (eight GPUs, TP 8)
 VISITS: dict[str, tuple[str, ...]] = {
     "full": ("venv", "llamacpp-source", "llamacpp", "target", "draft", "gguf", "tiny",
              "vllm-env", "memory-first", "compare", "memory"),
     "vllm-short": ("venv", "tiny", "vllm-env", "vllm-short"),
+    "seed000-x8": ("venv", "tiny", "vllm-env", "seed000-x8"),
+    "seed000-x8-dense-mla": ("venv", "tiny", "vllm-env", "seed000-x8-dense-mla"),
 }
+#: the device tool's machine kind a visit asks for (others: the one-GPU default)
+VISIT_KINDS = {"seed000-x8": "nvidia-h200-x8", "seed000-x8-dense-mla": "nvidia-h200-x8"}
 #: a visit's jobs are closed under ``needs`` and ``after``
 assert all(n in VISITS[v] for v in VISITS for j in JOBS if j.name in VISITS[v]
            for n in (*j.needs, *j.after) if not n.startswith("group:")), "visits are closed"

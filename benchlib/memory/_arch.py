@@ -52,6 +52,25 @@ class MLASpec(BaseModel):
     #: DeepSeek-V3.2 / GLM-5 sparse attention (DSA): the indexer keeps its own key cache
     index_head_dim: int | None = None
     index_n_heads: int | None = None
+    #: IndexCache / IndexShare (GLM-5.2: 4, offset 3): only every ``index_topk_freq``-th
+    #: layer builds an indexer, the others reuse its top-k; 1 (DeepSeek-V3.2) is every layer
+    index_topk_freq: int = 1
+    index_skip_topk_offset: int = 2
+    #: per-layer ``"F"`` (own indexer) / ``"S"`` (shared), overriding freq and offset
+    index_topk_pattern: str | None = None
+
+    def has_indexer(self, layer: int, num_layers: int) -> bool:
+        """Whether decoder layer ``layer`` builds its own indexer (and keeps its key cache),
+        by vLLM's rule (``DeepseekV2MLAAttention``: ``max(layer - offset + 1, 0) % freq``
+        selects, a pattern's ``"S"`` skips); MTP layers (``layer >= num_layers``) always do."""
+        if not self.index_head_dim:
+            return False
+        if layer >= num_layers:
+            return True
+        if self.index_topk_pattern is not None:
+            return not (layer < len(self.index_topk_pattern)
+                        and self.index_topk_pattern[layer] == "S")
+        return max(layer - self.index_skip_topk_offset + 1, 0) % self.index_topk_freq == 0
 
 
 class MoESpec(BaseModel):
@@ -271,6 +290,13 @@ _REQUIRED = (("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
              ("vocab_size",))
 
 
+def _index_pattern(value: Any) -> str | None:
+    """``index_topk_pattern`` as one letter per layer (vLLM indexes it either way)."""
+    if value is None:
+        return None
+    return value if isinstance(value, str) else "".join(str(x) for x in value)
+
+
 def _required(cfg: dict[str, Any], source: str) -> tuple[int, ...]:
     """The four sizes every decoder has; a missing or non-integer one is named, with the file
     it was looked for in."""
@@ -315,7 +341,10 @@ def arch_from_dict(raw: dict[str, Any], *, name: str = "model", source: str | No
             q_lora_rank=int(cfg["q_lora_rank"]) if cfg.get("q_lora_rank") else None,
             index_head_dim=int(idx_dim) if idx_dim else None,
             index_n_heads=int(cfg["index_n_heads"]) if idx_dim and cfg.get("index_n_heads")
-            else None)
+            else None,
+            index_topk_freq=max(1, int(cfg.get("index_topk_freq") or 1)),
+            index_skip_topk_offset=int(cfg.get("index_skip_topk_offset", 2)),
+            index_topk_pattern=_index_pattern(cfg.get("index_topk_pattern")))
     head_dim = int(_first(cfg, "head_dim", default=hidden // heads))
     if mla is not None:
         head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim

@@ -119,11 +119,14 @@ def _dtype_bytes(kv_dtype: str, model_dtype: str) -> float:
 
 
 def kv_layout(a: ModelArch, *, tp: int = 1, kv_cache_dtype: str = "auto", block_size: int = 16,
-              hybrid_block_alignment: int | None = None) -> KVLayout:
+              hybrid_block_alignment: int | None = None, mtp: bool = False) -> KVLayout:
     """Per-layer cache sizes on one GPU of a ``tp``-way tensor-parallel group.
 
     ``hybrid_block_alignment`` is the kernel block multiple vLLM rounds a hybrid model's
-    attention block to (64 for MLA backends, 16 otherwise, when left ``None``).
+    attention block to (64 for MLA backends, 16 otherwise, when left ``None``). ``mtp``: the
+    checkpoint's multi-token-prediction layers are served (``--speculative-config method
+    mtp``), each an attention layer of its own (with its own indexer under DSA) whose cache
+    vLLM takes from the same budget.
     """
     if tp < 1:
         raise UsageError("--tp", "must be >= 1")
@@ -134,7 +137,7 @@ def kv_layout(a: ModelArch, *, tp: int = 1, kv_cache_dtype: str = "auto", block_
         notes.append(f"tp {tp} > {a.num_kv_heads} KV heads: each rank keeps a full KV head "
                      "(replicated), so KV per GPU stops shrinking")
     attn_bytes = int(2 * kv_heads * a.head_dim * b)
-    mla_bytes = 0
+    mla_bytes = index_bytes = 0
     if a.mla is not None:
         m = a.mla
         latent = m.kv_lora_rank + m.qk_rope_head_dim
@@ -144,8 +147,11 @@ def kv_layout(a: ModelArch, *, tp: int = 1, kv_cache_dtype: str = "auto", block_
         else:
             mla_bytes = int(latent * b)
         if m.index_head_dim:
-            mla_bytes += m.index_head_dim + 4 * max(1, m.index_head_dim // 128)
-            notes.append("sparse-attention indexer keys counted with the MLA cache")
+            index_bytes = m.index_head_dim + 4 * max(1, m.index_head_dim // 128)
+            own = sum(m.has_indexer(i, a.num_layers) for i in range(a.num_layers))
+            notes.append("sparse-attention indexer keys counted with the MLA cache"
+                         + (f" ({own} of {a.num_layers} layers build an indexer)"
+                            if own < a.num_layers else ""))
         if tp > 1:
             notes.append(f"MLA cache is replicated on all {tp} ranks (not split by TP)")
     state = ssm = 0
@@ -160,7 +166,7 @@ def kv_layout(a: ModelArch, *, tp: int = 1, kv_cache_dtype: str = "auto", block_
         ssm = mb.conv_dim // tp * (mb.d_conv - 1) * 2
         ssm += mb.d_inner // tp * mb.d_state * (4 if mb.state_fp32 else 2)
     layers = []
-    for kind in a.layer_kinds:
+    for i, kind in enumerate(a.layer_kinds):
         if kind == "none":
             continue
         if a.parallel_mamba and kind != "mamba":
@@ -170,17 +176,28 @@ def kv_layout(a: ModelArch, *, tp: int = 1, kv_cache_dtype: str = "auto", block_
         elif kind == "linear":
             layers.append(LayerCache(kind=kind, bytes_per_token=0, state_bytes=state))
         elif kind == "mla":
-            layers.append(LayerCache(kind=kind, bytes_per_token=mla_bytes))
+            own = a.mla is not None and a.mla.has_indexer(i, a.num_layers)
+            layers.append(LayerCache(kind=kind,
+                                     bytes_per_token=mla_bytes + (index_bytes if own else 0)))
         elif kind == "sliding":
             layers.append(LayerCache(kind=kind, bytes_per_token=attn_bytes,
                                      window=a.sliding_window))
         else:
             layers.append(LayerCache(kind=kind, bytes_per_token=attn_bytes))
+    for j in range(a.mtp_layers if mtp else 0):
+        if a.mla is not None:
+            own = a.mla.has_indexer(a.num_layers + j, a.num_layers)
+            layers.append(LayerCache(kind="mla",
+                                     bytes_per_token=mla_bytes + (index_bytes if own else 0)))
+        else:
+            layers.append(LayerCache(kind="full", bytes_per_token=attn_bytes))
+    if mtp and a.mtp_layers:
+        notes.append(f"{a.mtp_layers} MTP layer(s) keep their own cache beside the model's")
     blk = block_size
     state = max(state, ssm)
-    if state and (attn_bytes if a.mla is None else mla_bytes) and any(
+    if state and (attn_bytes if a.mla is None else mla_bytes + index_bytes) and any(
             x.kind not in _STATEFUL for x in layers):
-        attn_tok = mla_bytes if a.mla is not None else attn_bytes
+        attn_tok = mla_bytes + index_bytes if a.mla is not None else attn_bytes
         align = hybrid_block_alignment or (64 if a.mla is not None else 16)
         align = max(align, block_size)
         blk = align * math.ceil(state / (align * attn_tok))
@@ -221,10 +238,16 @@ def _blocks_per_request(layer: LayerCache, block: int, max_model_len: int,
 
 def kv_capacity(layout: KVLayout, budget_bytes: float, *, max_model_len: int,
                 max_num_batched_tokens: int = 8192) -> KVCapacity:
-    """Blocks, tokens and max concurrency for a per-GPU KV budget, grouped as vLLM does."""
+    """Blocks, tokens and max concurrency for a per-GPU KV budget, grouped as vLLM does.
+
+    Layers of one attention type whose pages differ (GLM-5.2's MLA layers with and without
+    their own indexer key) form one group whose block is the sum of their pages
+    (``UniformTypeKVCacheSpecs``); otherwise layers group by kind, window and page."""
     buckets: dict[tuple[str, int | None, int], list[LayerCache]] = {}
+    kinds = {layer.kind for layer in layout.layers}
+    one_type = len(kinds) == 1 and kinds <= {"full", "mla"}
     for layer in layout.layers:
-        key = (layer.kind, layer.window, layout.page_bytes(layer))
+        key = (layer.kind, layer.window, 0 if one_type else layout.page_bytes(layer))
         buckets.setdefault(key, []).append(layer)
     counts = [len(v) for v in buckets.values()]
     group_size = min(counts)
@@ -237,7 +260,8 @@ def kv_capacity(layout: KVLayout, budget_bytes: float, *, max_model_len: int,
         padding += n_groups * group_size - len(layers)
         groups.extend([layers[0]] * n_groups)
     page = max(key[2] for key in buckets)
-    bytes_per_block = group_size * page
+    bytes_per_block = (sum(layout.page_bytes(x) for x in layout.layers) if one_type
+                       else group_size * page)
     num_blocks = max(0, int(budget_bytes // bytes_per_block)) if bytes_per_block else 0
     per_request = sum(_blocks_per_request(g, layout.block_size, max_model_len,
                                           max_num_batched_tokens) for g in groups)

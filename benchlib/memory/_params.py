@@ -43,7 +43,19 @@ class ParamBreakdown(BaseModel):
     source: Literal["architecture", "safetensors index"]
 
 
+def _indexer_params(a: ModelArch) -> int:
+    """One DSA indexer (query and key projections, head weights, key norm); layers that
+    share another's top-k (``MLASpec.has_indexer``) have none."""
+    m = a.mla
+    if m is None or not (m.index_head_dim and m.index_n_heads):
+        return 0
+    h, q_in = a.hidden_size, m.q_lora_rank or a.hidden_size
+    return (q_in * m.index_n_heads * m.index_head_dim + h * m.index_head_dim
+            + h * m.index_n_heads + 2 * m.index_head_dim)
+
+
 def _attention_params(a: ModelArch) -> int:
+    """One attention layer's parameters, without a DSA indexer (:func:`_indexer_params`)."""
     h, d = a.hidden_size, a.head_dim
     if a.mla is not None:
         m = a.mla
@@ -53,12 +65,7 @@ def _attention_params(a: ModelArch) -> int:
         kv = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
         kv += m.kv_lora_rank * a.num_heads * (m.qk_nope_head_dim + m.v_head_dim)
         o = a.num_heads * m.v_head_dim * h
-        idx = 0
-        if m.index_head_dim and m.index_n_heads:
-            q_in = m.q_lora_rank or h
-            idx = q_in * m.index_n_heads * m.index_head_dim + h * m.index_head_dim
-            idx += h * m.index_n_heads + 2 * m.index_head_dim
-        return q + kv + o + idx
+        return q + kv + o
     q = h * a.num_heads * d * (2 if a.attn_output_gate else 1)
     kv = 2 * h * a.num_kv_heads * d
     o = a.num_heads * d * h
@@ -108,7 +115,7 @@ def count_params(a: ModelArch) -> ParamBreakdown:
          "shared_experts", "router", "norm", "towers"), 0)
     roles["embed"] = a.vocab_size * h
     roles["lm_head"] = 0 if a.tie_embeddings else a.vocab_size * h
-    attn, lin = _attention_params(a), _linear_attn_params(a)
+    attn, lin, idx = _attention_params(a), _linear_attn_params(a), _indexer_params(a)
     mamba = _mamba_params(a.mamba, h) if a.mamba is not None else 0
     moe = a.moe
     expert = shared = 0
@@ -130,6 +137,8 @@ def count_params(a: ModelArch) -> ParamBreakdown:
             roles["mamba"] += mamba
         elif kind != "none":
             roles["attention"] += attn
+            if a.mla is not None and a.mla.has_indexer(i, a.num_layers):
+                roles["attention"] += idx
             roles["mamba"] += mamba if a.parallel_mamba else 0
         ffn = a.ffn(i)
         roles["norm"] += norm * ((kind != "none") + (ffn != "none"))
@@ -149,7 +158,7 @@ def count_params(a: ModelArch) -> ParamBreakdown:
     last = a.ffn(a.num_layers - 1)
     ffn_last = (moe.num_experts * expert + h * moe.num_experts + shared) \
         if moe is not None and last == "moe" else dense
-    mtp = a.mtp_layers * (attn + ffn_last + 2 * h * h + 5 * h)
+    mtp = a.mtp_layers * (attn + idx + ffn_last + 2 * h * h + 5 * h)
     unused = 0
     if moe is not None:
         unused = moe_layers * (moe.num_experts - moe.top_k) * expert

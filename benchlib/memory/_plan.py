@@ -211,6 +211,17 @@ def _check_tp(a: ModelArch, tp: int, warnings: list[str]) -> None:
                         "vLLM refuses it")
 
 
+def _with_mtp(weights: WeightPlan, params: ParamBreakdown, tp: int) -> WeightPlan:
+    """The weights with the checkpoint's MTP layers, which vLLM loads beside the model when it
+    serves ``--speculative-config method mtp`` (at the model's mean bytes per parameter)."""
+    extra = int(params.mtp * weights.total_bytes / max(1, params.total))
+    return weights.model_copy(update={
+        "total_bytes": weights.total_bytes + extra,
+        "per_gpu_bytes": weights.per_gpu_bytes + extra // tp,
+        "notes": [*weights.notes, f"{params.mtp / 1e9:.2f} B MTP parameters load for "
+                  "--speculative-config method mtp"]})
+
+
 def plan(cfg: PlanConfig, arch: ModelArch | None = None) -> Plan:
     """Compute the plan for ``cfg`` (``arch`` skips reading the config file again)."""
     a = arch or load_model_config(cfg.model)
@@ -225,7 +236,11 @@ def plan(cfg: PlanConfig, arch: ModelArch | None = None) -> Plan:
     _check_tp(a, tp, warnings)
     params = count_params(a)
     weights = weight_plan(a, tp=tp, weight_dtype=cfg.weight_dtype, params=params)
-    layout = kv_layout(a, tp=tp, kv_cache_dtype=cfg.kv_cache_dtype, block_size=cfg.block_size)
+    serve_mtp = cfg.speculative == "mtp" and a.mtp_layers > 0
+    layout = kv_layout(a, tp=tp, kv_cache_dtype=cfg.kv_cache_dtype, block_size=cfg.block_size,
+                       mtp=serve_mtp)
+    if serve_mtp:
+        weights = _with_mtp(weights, params, tp)
     draft = load_model_config(cfg.draft_model) if cfg.draft_model is not None else None
     if draft is not None:
         dweights = weight_plan(draft, tp=tp, weight_dtype=cfg.weight_dtype)
@@ -270,7 +285,7 @@ def plan(cfg: PlanConfig, arch: ModelArch | None = None) -> Plan:
     if a.tower_params:
         warnings.append(f"vision/audio towers counted in the weights: {a.tower_params / 1e9:.2f} "
                         "B parameters, estimated from their shape")
-    if a.mtp_layers:
+    if a.mtp_layers and not serve_mtp:
         mtp_gib = params.mtp * weights.total_bytes / max(1, params.total) / GIB / tp
         warnings.append(f"{a.mtp_layers} MTP layer(s) ({params.mtp / 1e9:.2f} B parameters) not "
                         "counted: serving with --speculative-config method mtp adds about "

@@ -25,7 +25,7 @@ def benchlib(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_there_is_a_recipe_per_seed() -> None:
-    assert [p.name[:3] for p in RECIPES] == ["000", "001", "003"]
+    assert sorted({p.name[:3] for p in RECIPES}) == ["000", "001", "003"]
 
 
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.name[:3])
@@ -70,6 +70,42 @@ def test_seed_000_glm_and_kimi_launch_with_the_posts_flags() -> None:
     assert spec == {"method": "mtp", "num_speculative_tokens": 3}
     assert "--quantization compressed-tensors" in kimi and "--speculative" not in kimi
     assert "--served-model-name kimi-k2.6-int4" in kimi
+    _vllm_checked(err, 2)
+
+
+def test_seed_000_on_eight_h200s_with_dummy_weights() -> None:
+    """The H200 variant (issue 28): the post's flags and MTP k=3, plus MTP off, on config-only
+    models with dummy weights and the kit's tokenizer, NVLink multicast off."""
+    out, err = _dry_run("params/seeds/000-glm-kimi-8xh200.yaml")
+    glm_mtp, rest = out.split("# variant glm-5.2-fp8-nospec")
+    glm_off, kimi = rest.split("# variant kimi-k2.6-int4-text")
+    for part in (glm_mtp, glm_off, kimi):
+        for flags in ("--tensor-parallel-size 8", "--dtype bfloat16", "--kv-cache-dtype fp8",
+                      "--gpu-memory-utilization 0.90", "--max-model-len 32768",
+                      "--enable-chunked-prefill", "--load-format dummy",
+                      "NCCL_NVLS_ENABLE=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1",
+                      "NVSHMEM_DISABLE_NVLS=1", "VLLM_USE_FLASHINFER_SAMPLER=0",
+                      ".models/tiny-llama"):
+            assert flags in part, flags
+        assert "--trust-remote-code" not in part
+    assert "params/models/zai-org--glm-5.2-fp8 " in glm_mtp
+    assert "params/models/moonshotai--kimi-k2.6-text " in kimi  # the language model alone
+    spec = json.loads(glm_mtp.split("--speculative-config '")[1].split("'")[0])
+    assert spec == {"method": "mtp", "num_speculative_tokens": 3}
+    assert "--speculative" not in glm_off and "--speculative" not in kimi
+    assert "--quantization fp8" in glm_off and "--quantization compressed-tensors" in kimi
+    assert "python: .device/work/vllm-env/bin/python" in (
+        SEEDS / "000-glm-kimi-8xh200.yaml").read_text()  # the H200 recipes' vLLM 0.26.0
+    _vllm_checked(err, 3)
+
+
+def test_seed_000_fallback_is_labelled_and_dense() -> None:
+    out, err = _dry_run("params/seeds/000-glm-kimi-8xh200-dense-mla.yaml")
+    assert out.count("params/models/zai-org--glm-5.2-fp8-dense-mla ") == 2
+    config = json.loads((REPO / "params/models/zai-org--glm-5.2-fp8-dense-mla/config.json")
+                        .read_text())
+    assert config["model_type"] == "deepseek_v3" and "index_topk" not in config
+    assert "FALLBACK" in (SEEDS / "000-glm-kimi-8xh200-dense-mla.yaml").read_text()
     _vllm_checked(err, 2)
 
 

@@ -134,3 +134,17 @@ def test_a_visit_runs_its_own_jobs_and_its_calls_wait_for_its_runs(gr: ModuleTyp
     assert [c["command"].split("--wait ")[1].split()[0] for c in calls[1:]] == ["vllm-short"]
     full = gr.device_calls([], "full")
     assert [c["command"].split("--wait ")[1].split()[0] for c in full] == ["compare", "memory"]
+    assert not any("kind" in c for c in (*calls, *full))  # the one-GPU default
+
+
+def test_seed_000s_visit_asks_for_eight_gpus_and_runs_its_recipe(gr: ModuleType) -> None:
+    """Issue 28's visit (not yet run: the kind was not lent): the kit, vLLM's bundle, then
+    seed 000's 8×H200 recipe; every call names the eight-GPU kind."""
+    (gr.JOBS_DIR / "visit").write_text("seed000-x8\n")
+    assert [j.name for j in gr.visit_jobs()] == ["venv", "tiny", "vllm-env", "seed000-x8"]
+    assert gr.RUNS["seed000-x8"] == "params/seeds/000-glm-kimi-8xh200.yaml"
+    assert (gr.REPO / gr.RUNS["seed000-x8"]).is_file()
+    calls = gr.device_calls([gr.REPO / ".device/parts/base-00"], "seed000-x8")
+    assert [c["kind"] for c in calls] == ["nvidia-h200-x8"] * 2
+    assert calls[1]["command"].split("--wait ")[1].split()[0] == "seed000-x8"
+    assert "seed000-x8-dense-mla" not in gr.VISITS["seed000-x8"]  # the fallback: its own visit
