@@ -32,6 +32,7 @@ from benchlib.measure._pool import check_tls
 from benchlib.measure._records import RecordLog, RequestRecord, requests_path
 from benchlib.measure._request import Prompt, RequestOutcome, build_body
 from benchlib.measure._result import MeasureResult
+from benchlib.measure._sampling import sent_keys
 from benchlib.measure._seeds import warmup_seed
 from benchlib.measure._split import WorkersInfo, plan_workers
 from benchlib.measure._text_prompts import text_prompts
@@ -180,7 +181,8 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
                         duration_ns=duration_ns, percentiles=cfg.percentiles,
                         goodput=dict(cfg.goodput), max_concurrency=cfg.max_concurrency,
                         request_rate=cfg.request_rate)
-    result = MeasureResult.assemble(cfg, metrics, date, prompts_digest(prompts), info)
+    result = MeasureResult.assemble(cfg, metrics, date, prompts_digest(prompts), info,
+                                    sent_keys(bodies, cfg.sampling))
     if cfg.result_json is not None:
         tmp = cfg.result_json.with_suffix(cfg.result_json.suffix + ".tmp")
         text = json.dumps(result.to_json(), indent=2, allow_nan=False, default=str) + "\n"

@@ -30,6 +30,7 @@ from pydantic import (
 
 from benchlib.measure._datasets import DatasetKind
 from benchlib.measure._request import EndpointKind
+from benchlib.measure._sampling import ServerDefault
 
 __all__ = ["EndpointSetting", "OutputLen", "RequestTimeout", "Warmups", "Workload"]
 
@@ -127,10 +128,14 @@ class Workload(BaseModel):
                           "or auto): workers become Ray actors spread over the nodes, each "
                           "host timing its own requests; needs benchlib[distributed] on "
                           "every node")
-    sampling: dict[str, JsonValue] = Field(
+    sampling: dict[str, JsonValue] | ServerDefault = Field(
         default_factory=dict,
         description="extra request-body fields (temperature, top_p, stop, …), merged over "
-                    "benchlib's own (temperature 0, ignore_eos, the token limit)")
+                    "benchlib's own (temperature 0, ignore_eos, the token limit); or "
+                    "server-default: no sampling key at all (temperature, top_p, top_k, "
+                    "min_p, seed, penalties), the server's defaults decide, as a client that "
+                    "sends none; the length keys (output_len, ignore_eos) are sent either way "
+                    "and the result records every key sent (benchlib.sent_keys)")
 
     @field_validator("dataset_path")
     @classmethod
