@@ -34,6 +34,7 @@ from benchlib.measure._request import Prompt, RequestOutcome, build_body
 from benchlib.measure._result import MeasureResult
 from benchlib.measure._sampling import sent_keys
 from benchlib.measure._seeds import warmup_seed
+from benchlib.measure._sglang_random import sglang_random_prompts
 from benchlib.measure._split import WorkersInfo, plan_workers
 from benchlib.measure._text_prompts import text_prompts
 from benchlib.measure._tokens import NO_TOKEN_COUNT, load_tokenizer, outcome_finisher
@@ -73,6 +74,13 @@ def build_requests(cfg: MeasureConfig, tokenizer: Any | None) -> tuple[list[Prom
                                output_len=cfg.output_len or 1,
                                range_ratio=cfg.random_range_ratio,
                                range_mode=cfg.range_ratio_mode, seed=cfg.seed)
+    elif cfg.dataset == "sglang-random":
+        if tokenizer is None:
+            raise UsageError("--tokenizer", "the sglang-random dataset cuts text to token "
+                             "counts: pass --tokenizer PATH")
+        prompts = sglang_random_prompts(tokenizer, num_prompts=cfg.num_prompts,
+                                        input_len=cfg.input_len, output_len=cfg.output_len or 1,
+                                        range_ratio=cfg.random_range_ratio, seed=cfg.seed)
     else:
         assert cfg.dataset_path is not None
         prompts = file_prompts(cfg.dataset_path, tokenizer, num_prompts=cfg.num_prompts,
