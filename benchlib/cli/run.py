@@ -130,11 +130,12 @@ def _run_one(path: Path, args: argparse.Namespace) -> RunSummary:
             print("\nvariants side by side\n" + pd.DataFrame(compared["variants"])[cols]
                   .to_string(index=False))
     if compared.get("references"):
-        cols = ["reference", "scenario", "concurrency", "metric", "published", "measured",
-                "measured_over_published"]
+        cols = ["reference", "scenario", "concurrency", "metric", "unit", "published",
+                "measured", "measured_over_published"]
+        table = pd.DataFrame(compared["references"])
         with pd.option_context("display.width", 200, "display.float_format", "{:.2f}".format):
             print("\nbeside the published results (caveats in 04_compare)\n"
-                  + pd.DataFrame(compared["references"])[cols].to_string(index=False))
+                  + table[[c for c in cols if c in table]].to_string(index=False))
     print(f"\n{report}")
     return summary
 

@@ -30,6 +30,7 @@ from benchlib.measure import (
     Warmups,
     Workload,
 )
+from benchlib.recipe._accuracy import AccuracySpec
 from benchlib.recipe._fair import Difference, check_comparable
 from benchlib.recipe._parallel import Parallel, check_engine_parallel, check_machines
 from benchlib.recipe._speculative import Speculative
@@ -289,24 +290,6 @@ class FunctionalChecks(_Strict):
     max_tokens: int = Field(64, ge=1, description="tokens each check may generate")
 
 
-class AccuracySpec(_Strict):
-    """GSM8K through lm-eval against the running engine, after the scenarios (03_measure)."""
-
-    task: Literal["gsm8k"] = Field("gsm8k", description="the benchmark (lm-eval's gsm8k)")
-    data_dir: Path = Field(description="folder with GSM8K's test.jsonl and train.jsonl "
-                                       "(few-shot examples); params/data/gsm8k is a sample")
-    limit: int | None = Field(None, ge=1, description="items of test.jsonl to answer; "
-                              "None: all (the cookbook: 200)")
-    num_fewshot: int = Field(5, ge=0, description="worked examples in each prompt")
-    endpoint: Literal["completions", "chat"] = Field(
-        "completions", description="completions: raw few-shot prompts; chat: with the "
-                                   "model's chat template, few-shot as turns")
-    concurrency: int = Field(1, ge=1, description="requests lm-eval keeps in flight")
-    max_gen_toks: int = Field(256, ge=1, description="tokens an answer may take")
-    python: Path = Field(Path(".engines/lm-eval/bin/python"),
-                         description="the interpreter with lm-eval (make lm-eval)")
-
-
 class CompareSpec(_Strict):
     """Which earlier runs to set beside this one in ``04_compare``."""
 
@@ -356,8 +339,9 @@ class Recipe(_Strict):
     thinking: bool | None = Field(None, description="whether the engine is set up to think; "
                                   "None: the model's default (a variant may say otherwise)")
     compare: CompareSpec = Field(default_factory=CompareSpec)
-    accuracy: AccuracySpec | None = Field(None, description="GSM8K through lm-eval after "
-                                          "the scenarios (03_measure); None: not scored")
+    accuracy: AccuracySpec | None = Field(None, description="GSM8K after the scenarios "
+                                          "(03_measure): lm-eval's task or SGLang's "
+                                          "few_shot_gsm8k; None: not scored")
     checks: FunctionalChecks = Field(default_factory=FunctionalChecks,
                                      description="functional checks through the openai SDK "
                                      "in 02_launch (chat endpoints only)")
