@@ -31,6 +31,7 @@ from benchlib.measure import (
     Workload,
 )
 from benchlib.recipe._accuracy import AccuracySpec
+from benchlib.recipe._assumptions import Assumption, check_assumptions
 from benchlib.recipe._fair import Difference, check_comparable
 from benchlib.recipe._parallel import Parallel, check_engine_parallel, check_machines
 from benchlib.recipe._speculative import Speculative
@@ -354,6 +355,9 @@ class Recipe(_Strict):
         None, description="the write-up skeleton: Markdown, one cell per '## ' section, "
         "numbers cited as {{ variants.NAME.SCENARIO.c1.tok_s }}; default: the kit's own")
     cell_timeout_s: float = Field(3600.0, gt=0, description="per notebook cell")
+    assumptions: list[Assumption] = Field(
+        default_factory=list, description="settings the source does not give, each with "
+        "the value taken and why: printed as caveats by --check, 04_compare and the report")
 
     @model_validator(mode="after")
     def _plan_keys(self) -> Recipe:
@@ -378,6 +382,12 @@ class Recipe(_Strict):
         dupes = sorted({n for n in variants if variants.count(n) > 1})
         if dupes:
             raise ValueError(f"variant names must be unique: {', '.join(dupes)}")
+        return self
+
+    @model_validator(mode="after")
+    def _assumed(self) -> Recipe:
+        check_assumptions(self.assumptions, [s.name for s in self.scenarios],
+                          [v.name for v in self.variants], type(self).model_fields)
         return self
 
     @model_validator(mode="after")

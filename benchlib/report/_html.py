@@ -22,6 +22,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
+from benchlib.recipe import Assumption
 from benchlib.report._energy import ENERGY_COLUMNS, energy_rows
 from benchlib.report._figures import measurements, pareto_png, spread_png, sweep_png, sweeps_of
 from benchlib.report._writeup import fmt_number
@@ -271,8 +272,9 @@ def render_html(ctx: Mapping[str, Any], writeup_md: str,
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     spec_rows = [r for r in compare.get("variants") or []
                  if r.get("speculative") not in (None, "off")]
-    caveats = sorted({c.strip() for r in compare.get("variants") or []
-                      for c in (r.get("caveats") or "").split(";") if c.strip()})
+    caveats = [Assumption.model_validate(a).caveat for a in recipe.get("assumptions") or []]
+    caveats += sorted({c.strip() for r in compare.get("variants") or []
+                       for c in (r.get("caveats") or "").split(";") if c.strip()})
     for name, prov in (ctx.get("provenance") or {}).items():
         caveats += [f"{name or 'run'}: {m}" for m in prov.get("hardware_mismatches") or []]
     caveats += sorted({f"{r['reference']}: {r['caveats']}" for r in
