@@ -64,7 +64,9 @@ def _goodput(values: Sequence[str]) -> dict[str, float]:
     return slos
 
 
-def _sampling(values: Sequence[str]) -> dict[str, Any]:
+def _sampling(values: Sequence[str]) -> dict[str, Any] | str:
+    if list(values) == ["server-default"]:  # no sampling key at all
+        return "server-default"
     fields: dict[str, Any] = {}
     for item in values:
         key, sep, raw = item.partition("=")

@@ -34,7 +34,7 @@ def register(sub: Any) -> None:
 
 def _check(path: Path) -> None:
     from benchlib.engines import check_recipe_args
-    from benchlib.recipe import load_recipe, resolve_paths
+    from benchlib.recipe import assumption_caveats, load_recipe, resolve_paths
     from benchlib.references import recipe_references
 
     recipe = load_recipe(path)
@@ -49,6 +49,8 @@ def _check(path: Path) -> None:
 
     cells = check_skeleton(resolved, refs)
     print(f"write-up: {cells} cells, every name they cite is one the run will have")
+    for line in assumption_caveats(recipe.assumptions):
+        print(f"caveat: {line}")
     engines = ", ".join(f"{name}: {r.engine.kind}, speculative "
                         f"{r.engine.speculative.label}" for name, r in
                         recipe.variant_recipes()) if recipe.variants else (
@@ -130,11 +132,12 @@ def _run_one(path: Path, args: argparse.Namespace) -> RunSummary:
             print("\nvariants side by side\n" + pd.DataFrame(compared["variants"])[cols]
                   .to_string(index=False))
     if compared.get("references"):
-        cols = ["reference", "scenario", "concurrency", "metric", "published", "measured",
-                "measured_over_published"]
+        cols = ["reference", "scenario", "concurrency", "metric", "unit", "published",
+                "measured", "measured_over_published"]
+        table = pd.DataFrame(compared["references"])
         with pd.option_context("display.width", 200, "display.float_format", "{:.2f}".format):
             print("\nbeside the published results (caveats in 04_compare)\n"
-                  + pd.DataFrame(compared["references"])[cols].to_string(index=False))
+                  + table[[c for c in cols if c in table]].to_string(index=False))
     print(f"\n{report}")
     return summary
 

@@ -29,6 +29,13 @@ from benchlib.measure._result import (
 )
 from benchlib.measure._run import build_requests, load_tokenizer, measure, run_coroutine
 from benchlib.measure._sampler import MetricsSampler, metrics_url
+from benchlib.measure._sampling import (
+    LENGTH_KEYS,
+    SAMPLING_KEYS,
+    SERVER_DEFAULT,
+    SentKeys,
+    sent_keys,
+)
 from benchlib.measure._seeds import (
     concurrency_seed,
     derive,
@@ -68,7 +75,10 @@ from benchlib.measure._workload import (
 __all__ = [
     "ENGINE_METRICS",
     "INSTRUCTIONS",
+    "LENGTH_KEYS",
     "METRICS",
+    "SAMPLING_KEYS",
+    "SERVER_DEFAULT",
     "SERVER_METRICS",
     "ClientStreams",
     "Corpus",
@@ -90,6 +100,7 @@ __all__ = [
     "RunMetrics",
     "RunSettings",
     "ScrapeFault",
+    "SentKeys",
     "ServerCounters",
     "ServerGauges",
     "ServerMetrics",
@@ -123,6 +134,7 @@ __all__ = [
     "requests_path",
     "run_coroutine",
     "sdk_seed",
+    "sent_keys",
     "spec_decode_report",
     "summarize",
     "text_prompts",

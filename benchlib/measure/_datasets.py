@@ -22,8 +22,9 @@ from benchlib.measure._request import Prompt
 __all__ = ["DatasetKind", "draw_lengths", "file_prompts", "length_range", "random_prompts"]
 
 RangeMode = Literal["vllm", "sglang"]
-#: where prompts come from: random token ids, a JSONL file, or the kit's real-text corpus
-DatasetKind = Literal["random", "file", "text"]
+#: where prompts come from: random token ids, a JSONL file, the kit's real-text corpus (as
+#: an instruction and a passage, or cut as SGLang's random dataset cuts ShareGPT)
+DatasetKind = Literal["random", "file", "text", "sglang-random"]
 
 
 def length_range(length: int, ratio: float, mode: RangeMode) -> tuple[int, int]:

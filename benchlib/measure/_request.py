@@ -48,8 +48,11 @@ class Prompt:
 
 
 def build_body(prompt: Prompt, kind: EndpointKind, model: str, *, ignore_eos: bool,
-               sampling: dict[str, Any] | None = None) -> bytes:
-    """The request body, as ``vllm bench serve`` builds it for the ``openai`` backends."""
+               sampling: dict[str, Any] | str | None = None) -> bytes:
+    """The request body, as ``vllm bench serve`` builds it for the ``openai`` backends;
+    ``sampling``: extra keys over the kit's ``temperature: 0``, or ``"server-default"`` for
+    no sampling key at all (:mod:`benchlib.measure._sampling`). The length keys
+    (``max_tokens`` / ``max_completion_tokens``, ``ignore_eos``) are set either way."""
     body: dict[str, Any] = {"model": model, "stream": True,
                             "stream_options": {"include_usage": True}}
     if kind == "chat":
@@ -64,10 +67,11 @@ def build_body(prompt: Prompt, kind: EndpointKind, model: str, *, ignore_eos: bo
         body["prompt"] = prompt.prompt
         if prompt.output_len is not None:
             body["max_tokens"] = prompt.output_len
-    body["temperature"] = 0.0
+    if sampling != "server-default":
+        body["temperature"] = 0.0
     if ignore_eos:
         body["ignore_eos"] = True
-    if sampling:
+    if isinstance(sampling, dict):
         body.update(sampling)
     return json.dumps(body, ensure_ascii=False).encode()
 

@@ -26,6 +26,7 @@ from benchlib.measure._config import MeasureConfig
 from benchlib.measure._datasets import DatasetKind
 from benchlib.measure._records import requests_path
 from benchlib.measure._request import EndpointKind
+from benchlib.measure._sampling import SentKeys
 from benchlib.measure._seeds import warmup_seed
 from benchlib.measure._split import WorkersInfo
 from benchlib.measure._timing import Timing
@@ -235,6 +236,9 @@ class RunSettings(BaseModel):
     prompts_sha256: str | None = Field(
         None, description="SHA-256 of the request bodies' prompts in order: equal for two "
                           "runs that sent the same prompts (a fair A/B's first condition)")
+    sent_keys: SentKeys | None = Field(
+        None, description="the top-level keys the measured bodies held: sampling keys, "
+                          "length keys and the rest apart (null: an older result)")
 
 
 def warmup_description(cfg: MeasureConfig) -> str:
@@ -277,7 +281,8 @@ class MeasureResult(RunMetrics):
     @classmethod
     def assemble(cls, cfg: MeasureConfig, metrics: RunMetrics, date: str,
                  prompts_sha256: str | None = None,
-                 workers: WorkersInfo | None = None) -> MeasureResult:
+                 workers: WorkersInfo | None = None,
+                 sent: SentKeys | None = None) -> MeasureResult:
         """The result of the run ``cfg`` describes, whose metrics are ``metrics``."""
         def unlimited(x: float) -> Unlimited:
             return "inf" if math.isinf(x) else x
@@ -291,7 +296,7 @@ class MeasureResult(RunMetrics):
             # beside the result JSON: the folder can be moved
             requests_jsonl=(requests_path(cfg.result_json).name
                             if cfg.result_json is not None else None),
-            prompts_sha256=prompts_sha256)
+            prompts_sha256=prompts_sha256, sent_keys=sent)
         header = {
             "date": date, "backend": "benchlib", "endpoint_type": cfg.endpoint, "label": None,
             "model_id": cfg.model,

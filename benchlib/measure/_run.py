@@ -32,7 +32,9 @@ from benchlib.measure._pool import check_tls
 from benchlib.measure._records import RecordLog, RequestRecord, requests_path
 from benchlib.measure._request import Prompt, RequestOutcome, build_body
 from benchlib.measure._result import MeasureResult
+from benchlib.measure._sampling import sent_keys
 from benchlib.measure._seeds import warmup_seed
+from benchlib.measure._sglang_random import sglang_random_prompts
 from benchlib.measure._split import WorkersInfo, plan_workers
 from benchlib.measure._text_prompts import text_prompts
 from benchlib.measure._tokens import NO_TOKEN_COUNT, load_tokenizer, outcome_finisher
@@ -72,6 +74,13 @@ def build_requests(cfg: MeasureConfig, tokenizer: Any | None) -> tuple[list[Prom
                                output_len=cfg.output_len or 1,
                                range_ratio=cfg.random_range_ratio,
                                range_mode=cfg.range_ratio_mode, seed=cfg.seed)
+    elif cfg.dataset == "sglang-random":
+        if tokenizer is None:
+            raise UsageError("--tokenizer", "the sglang-random dataset cuts text to token "
+                             "counts: pass --tokenizer PATH")
+        prompts = sglang_random_prompts(tokenizer, num_prompts=cfg.num_prompts,
+                                        input_len=cfg.input_len, output_len=cfg.output_len or 1,
+                                        range_ratio=cfg.random_range_ratio, seed=cfg.seed)
     else:
         assert cfg.dataset_path is not None
         prompts = file_prompts(cfg.dataset_path, tokenizer, num_prompts=cfg.num_prompts,
@@ -180,7 +189,8 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
                         duration_ns=duration_ns, percentiles=cfg.percentiles,
                         goodput=dict(cfg.goodput), max_concurrency=cfg.max_concurrency,
                         request_rate=cfg.request_rate)
-    result = MeasureResult.assemble(cfg, metrics, date, prompts_digest(prompts), info)
+    result = MeasureResult.assemble(cfg, metrics, date, prompts_digest(prompts), info,
+                                    sent_keys(bodies, cfg.sampling))
     if cfg.result_json is not None:
         tmp = cfg.result_json.with_suffix(cfg.result_json.suffix + ".tmp")
         text = json.dumps(result.to_json(), indent=2, allow_nan=False, default=str) + "\n"

@@ -26,10 +26,12 @@ from pydantic import (
     JsonValue,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from benchlib.measure._datasets import DatasetKind
 from benchlib.measure._request import EndpointKind
+from benchlib.measure._sampling import ServerDefault
 
 __all__ = ["EndpointSetting", "OutputLen", "RequestTimeout", "Warmups", "Workload"]
 
@@ -70,8 +72,12 @@ class Workload(BaseModel):
                               "prose from the kit's corpus (the Python Language Reference's "
                               "topics, PSF-2.0), an instruction then a passage, cut to the "
                               "same drawn lengths in exact tokens (as SGLang's random "
-                              "dataset fills its lengths with real text); file: prompts read "
-                              "from dataset_path")
+                              "dataset fills its lengths with real text); sglang-random: "
+                              "SGLang's bench_serving random dataset as it builds it (its "
+                              "length draw, numpy-seeded like SGLang's --seed; the corpus's "
+                              "passages shuffled, each encoded, cut or repeated to the drawn "
+                              "length and decoded), the corpus in place of ShareGPT; needs "
+                              "range_ratio_mode sglang; file: prompts read from dataset_path")
     dataset_path: Path | None = Field(
         None, validate_default=True,
         description='the file dataset: JSONL, one {"prompt": …} or {"messages": […]} per '
@@ -127,10 +133,14 @@ class Workload(BaseModel):
                           "or auto): workers become Ray actors spread over the nodes, each "
                           "host timing its own requests; needs benchlib[distributed] on "
                           "every node")
-    sampling: dict[str, JsonValue] = Field(
+    sampling: dict[str, JsonValue] | ServerDefault = Field(
         default_factory=dict,
         description="extra request-body fields (temperature, top_p, stop, …), merged over "
-                    "benchlib's own (temperature 0, ignore_eos, the token limit)")
+                    "benchlib's own (temperature 0, ignore_eos, the token limit); or "
+                    "server-default: no sampling key at all (temperature, top_p, top_k, "
+                    "min_p, seed, penalties), the server's defaults decide, as a client that "
+                    "sends none; the length keys (output_len, ignore_eos) are sent either way "
+                    "and the result records every key sent (benchlib.sent_keys)")
 
     @field_validator("dataset_path")
     @classmethod
@@ -142,7 +152,7 @@ class Workload(BaseModel):
     @field_validator("output_len")
     @classmethod
     def _random_needs_output_len(cls, value: int | None, info: ValidationInfo) -> int | None:
-        if value is None and info.data.get("dataset") in ("random", "text"):
+        if value is None and info.data.get("dataset") in ("random", "text", "sglang-random"):
             raise ValueError(f"required for the {info.data['dataset']} dataset")
         return value
 
@@ -154,6 +164,13 @@ class Workload(BaseModel):
         if value > 1:
             raise ValueError("must be in [0, 1]")
         return value
+
+    @model_validator(mode="after")
+    def _sglang_draw(self) -> Workload:
+        if self.dataset == "sglang-random" and self.range_ratio_mode != "sglang":
+            raise ValueError("range_ratio_mode: the sglang-random dataset draws its lengths as "
+                             "SGLang does; set range_ratio_mode sglang")
+        return self
 
     @field_validator("percentiles")
     @classmethod

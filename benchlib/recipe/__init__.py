@@ -1,5 +1,6 @@
 """Recipes (``params/*.yaml``): a strict schema and a loader that names every problem."""
 
+from benchlib.recipe._assumptions import Assumption, assumption_caveats
 from benchlib.recipe._fair import DIFFERENCES, Difference, caveats, variant_settings
 from benchlib.recipe._load import (
     RecipeError,
@@ -29,6 +30,7 @@ __all__ = [
     "DIFFERENCES",
     "METHODS",
     "AccuracySpec",
+    "Assumption",
     "CompareSpec",
     "Difference",
     "EngineSpec",
@@ -42,6 +44,7 @@ __all__ = [
     "SpecMethod",
     "Speculative",
     "Variant",
+    "assumption_caveats",
     "caveats",
     "format_problems",
     "load_recipe",

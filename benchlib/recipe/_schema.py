@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -30,8 +28,18 @@ from benchlib.measure import (
     Warmups,
     Workload,
 )
-from benchlib.recipe._fair import Difference, check_comparable
+from benchlib.recipe._accuracy import AccuracySpec
+from benchlib.recipe._assumptions import Assumption, check_assumptions
+from benchlib.recipe._fair import check_comparable
 from benchlib.recipe._parallel import Parallel, check_engine_parallel, check_machines
+from benchlib.recipe._parts import (
+    CompareSpec,
+    EnvName,
+    FunctionalChecks,
+    HardwareSpec,
+    Pin,
+    _Strict,
+)
 from benchlib.recipe._speculative import Speculative
 
 __all__ = [
@@ -47,30 +55,12 @@ __all__ = [
 ]
 
 
-def _must_be_text(value: Any) -> Any:
-    if isinstance(value, bool | int | float):
-        raise ValueError(f"must be a string: quote it in YAML (it was read as the number "
-                         f"{value!r}, which loses leading zeros and trailing digits)")
-    return value
-
-
-#: A pin (revision, commit, version): text only, never a YAML number.
-Pin = Annotated[str, BeforeValidator(_must_be_text)]
-#: An environment variable's name (for secrets): letters, digits, underscores.
-EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
-
-
 #: the engines that make random weights from a config alone (``--load-format dummy``)
 DUMMY_WEIGHT_ENGINES = ("vllm", "sglang")
 
 StepName = Literal["00_plan", "01_download", "02_launch", "03_measure", "04_compare"]
 ALL_STEPS: tuple[StepName, ...] = ("00_plan", "01_download", "02_launch", "03_measure",
                                    "04_compare")
-
-
-class _Strict(BaseModel):
-    # inf (request_rate) round-trips through the JSON snapshot as "Infinity"
-    model_config = ConfigDict(extra="forbid", frozen=True, ser_json_inf_nan="strings")
 
 
 class ModelSpec(_Strict):
@@ -168,23 +158,6 @@ class EngineSpec(_Strict):
         return self
 
 
-class HardwareSpec(_Strict):
-    """What the run expects to find; a mismatch is flagged in the sidecar and the notebook."""
-
-    gpu_name_pattern: str | None = Field(None, description="regex the GPU name must match")
-    gpu_count: int | None = Field(None, ge=0)
-    min_gpu_memory_gib: float | None = Field(None, gt=0)
-    power_limit_w: float | None = Field(None, gt=0)
-    driver_version: Pin | None = Field(None, description="NVIDIA driver the source ran, "
-                                       "e.g. \"580.178.04\"")
-    cuda_version: Pin | None = Field(None, description="CUDA toolkit the source built or "
-                                     "ran with, e.g. \"12.8.93\" (the driver's CUDA must be "
-                                     "at least this)")
-    nodes: int = Field(1, ge=1, description="machines the engine spans")
-    notes: str = Field("", description="what else the source says of the machine (cooling, "
-                       "clocks, PCIe, firmware)")
-
-
 class Scenario(Workload):
     """One workload, measured at each concurrency in turn.
 
@@ -274,53 +247,6 @@ class Scenario(Workload):
         return n if isinstance(n, int) else n[index]
 
 
-class FunctionalChecks(_Strict):
-    """What 02_launch checks through the ``openai`` SDK before anything is measured."""
-
-    chat: bool = Field(True, description="one streamed chat: does the engine answer")
-    thinking: bool = Field(False, description="thinking off and on "
-                           "(chat_template_kwargs.enable_thinking): is reasoning kept apart "
-                           "from the content")
-    tool_call: bool = Field(False, description="a streamed tool-call round trip (seed 001's "
-                            "get_weather): call, result sent back, answer")
-    tool_choice: Literal["auto", "required"] = Field(
-        "auto", description="auto: the model decides (needs the engine's tool-call parser); "
-                            "required: the engine must call a tool")
-    max_tokens: int = Field(64, ge=1, description="tokens each check may generate")
-
-
-class AccuracySpec(_Strict):
-    """GSM8K through lm-eval against the running engine, after the scenarios (03_measure)."""
-
-    task: Literal["gsm8k"] = Field("gsm8k", description="the benchmark (lm-eval's gsm8k)")
-    data_dir: Path = Field(description="folder with GSM8K's test.jsonl and train.jsonl "
-                                       "(few-shot examples); params/data/gsm8k is a sample")
-    limit: int | None = Field(None, ge=1, description="items of test.jsonl to answer; "
-                              "None: all (the cookbook: 200)")
-    num_fewshot: int = Field(5, ge=0, description="worked examples in each prompt")
-    endpoint: Literal["completions", "chat"] = Field(
-        "completions", description="completions: raw few-shot prompts; chat: with the "
-                                   "model's chat template, few-shot as turns")
-    concurrency: int = Field(1, ge=1, description="requests lm-eval keeps in flight")
-    max_gen_toks: int = Field(256, ge=1, description="tokens an answer may take")
-    python: Path = Field(Path(".engines/lm-eval/bin/python"),
-                         description="the interpreter with lm-eval (make lm-eval)")
-
-
-class CompareSpec(_Strict):
-    """Which earlier runs to set beside this one in ``04_compare``."""
-
-    runs: list[Path] = Field(default_factory=list, description="other run folders")
-    references: list[Path] = Field(
-        default_factory=list, description="published results to set beside the run: "
-        "reference files (benchlib.references), e.g. params/seeds/references/003.yaml")
-    differences: list[Difference] = Field(
-        default_factory=list, description="settings the variants may differ in because "
-        "that is the point of the comparison; any other difference is refused")
-    metrics: list[str] = Field(default_factory=lambda: ["median_ttft_ms", "median_tpot_ms",
-                                                        "output_throughput"])
-
-
 class Variant(_Strict):
     """One side of a comparison: the recipe's engine and model, or its own, with its own
     speculative setting and extra flags; every variant runs the recipe's scenarios."""
@@ -356,8 +282,9 @@ class Recipe(_Strict):
     thinking: bool | None = Field(None, description="whether the engine is set up to think; "
                                   "None: the model's default (a variant may say otherwise)")
     compare: CompareSpec = Field(default_factory=CompareSpec)
-    accuracy: AccuracySpec | None = Field(None, description="GSM8K through lm-eval after "
-                                          "the scenarios (03_measure); None: not scored")
+    accuracy: AccuracySpec | None = Field(None, description="GSM8K after the scenarios "
+                                          "(03_measure): lm-eval's task or SGLang's "
+                                          "few_shot_gsm8k; None: not scored")
     checks: FunctionalChecks = Field(default_factory=FunctionalChecks,
                                      description="functional checks through the openai SDK "
                                      "in 02_launch (chat endpoints only)")
@@ -370,6 +297,9 @@ class Recipe(_Strict):
         None, description="the write-up skeleton: Markdown, one cell per '## ' section, "
         "numbers cited as {{ variants.NAME.SCENARIO.c1.tok_s }}; default: the kit's own")
     cell_timeout_s: float = Field(3600.0, gt=0, description="per notebook cell")
+    assumptions: list[Assumption] = Field(
+        default_factory=list, description="settings the source does not give, each with "
+        "the value taken and why: printed as caveats by --check, 04_compare and the report")
 
     @model_validator(mode="after")
     def _plan_keys(self) -> Recipe:
@@ -394,6 +324,12 @@ class Recipe(_Strict):
         dupes = sorted({n for n in variants if variants.count(n) > 1})
         if dupes:
             raise ValueError(f"variant names must be unique: {', '.join(dupes)}")
+        return self
+
+    @model_validator(mode="after")
+    def _assumed(self) -> Recipe:
+        check_assumptions(self.assumptions, [s.name for s in self.scenarios],
+                          [v.name for v in self.variants], type(self).model_fields)
         return self
 
     @model_validator(mode="after")

@@ -8,8 +8,9 @@ from benchlib.references._model import (
     Reference,
     load_references,
     recipe_references,
+    unit_of,
 )
 from benchlib.references._table import REFERENCE_COLUMNS, MeasuredKey, reference_table
 
 __all__ = ["REFERENCE_COLUMNS", "REFERENCE_METRICS", "ImportedFrom", "MeasuredKey", "Reference",
-           "load_references", "recipe_references", "reference_table"]
+           "load_references", "recipe_references", "reference_table", "unit_of"]

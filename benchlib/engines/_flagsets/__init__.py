@@ -11,6 +11,8 @@ how that parser reads a command line (argparse's rules, or llama.cpp's);
   version in ``.engines/flags/`` (ignored by git), so only the first check waits for it;
 * SGLang and open-jet otherwise: the JSON files beside this module, extracted from the
   released wheels by ``tools/engine_flags.py`` (committed, one per version);
+* vLLM without ``engine.python``: the pinned release's own parser, run once from its wheel
+  by ``tools/vllm_flags.py`` (committed beside them: the versions the seeds pin);
 * llama.cpp: ``llama-server --help`` of the binary (:mod:`._llamacpp`), cached by its hash.
 
 :data:`KNOWN_DIFFERENCES` (:mod:`._known`) says what a refused flag became in other versions.
@@ -69,6 +71,19 @@ def engine_flag_set(engine: EngineSpec, cache: Path | None = None
     return found
 
 
+def _committed_vllm(version: str | None) -> tuple[FlagSet | None, str]:
+    """A vLLM release's committed set (``tools/vllm_flags.py``: its own parser, run from its
+    wheel), for a recipe that pins the version and names no interpreter."""
+    have = ", ".join(committed_versions("vllm")) or "none"
+    if version is None:
+        return None, f"vllm without engine.python or engine.version (committed sets: {have})"
+    release = committed("vllm", version)
+    if release is None:
+        return None, (f"no flag set for vllm {version} without engine.python (committed: "
+                      f"{have}; add one with tools/vllm_flags.py {version})")
+    return release, release.source
+
+
 def _find_flag_set(engine: EngineSpec, cache: Path) -> tuple[FlagSet | None, str]:
     kind, env = engine.kind, dict(engine.env)
     if kind == "endpoint":
@@ -81,6 +96,8 @@ def _find_flag_set(engine: EngineSpec, cache: Path) -> tuple[FlagSet | None, str
             return None, "llama-cpp-python's server; give engine.executable (llama-server)"
         flags, cached = llamacpp_flags(engine.executable, env, cache)
         return flags, flags.source + (" (cached)" if cached else "")
+    if kind == "vllm":  # no interpreter: the pinned release's committed set
+        return _committed_vllm(engine.version)
     if kind not in ("sglang", "openjet"):
         return None, f"{kind} without engine.python"
     dist = "sglang" if kind == "sglang" else "open-jet"

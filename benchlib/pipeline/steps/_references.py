@@ -27,7 +27,8 @@ def measured_figures(recipe: Recipe, run_dir: str | Path
                      ) -> dict[MeasuredKey, dict[str, float | None]]:
     """Every measurement of the run at ``run_dir``: (variant, scenario, concurrency) → its
     numeric result keys, ``per_user_tok_s``, ``startup_s`` and the mean input and output
-    tokens per successful request."""
+    tokens per successful request; a long-context ramp's reach at concurrency 1; SGLang's
+    few_shot_gsm8k figures as the variant's run-wide ones, ``(variant, "", 0)``."""
     run = RunFolder(path=Path(run_dir))
     out: dict[MeasuredKey, dict[str, float | None]] = {}
     for name, _ in recipe.variant_recipes():
@@ -46,6 +47,19 @@ def measured_figures(recipe: Recipe, run_dir: str | Path
                 "mean_output_tokens": (result.get("total_output_tokens") or 0) / completed
                 if completed else None})
             out[(name, scenario, concurrency)] = figures
+        measured = read_results(folder.results("03_measure"))
+        for key, record in measured.items():
+            if key.endswith("/ramp") and isinstance(record, dict):
+                out[(name, key.rsplit("/", 1)[0], 1)] = {
+                    "max_completed_input_len": record.get("max_completed_input_len"),
+                    "failed_at_input_len": record.get("failed_at_input_len"),
+                    "startup_s": startup if _number(startup) else None}
+        few = measured.get("accuracy/few_shot_gsm8k")
+        if isinstance(few, dict) and few.get("n"):
+            out[(name, "", 0)] = {"gsm8k_accuracy": few.get("accuracy"),
+                                  "gsm8k_invalid": few.get("invalid"),
+                                  "gsm8k_latency_s": few.get("latency_s"),
+                                  "gsm8k_output_throughput": few.get("output_throughput")}
     return out
 
 

@@ -14,7 +14,7 @@ from benchlib.pipeline._chart import Chart
 from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._results import read_results
 from benchlib.pipeline.steps._summary import summary_table
-from benchlib.recipe import Recipe, caveats
+from benchlib.recipe import Recipe, assumption_caveats, caveats
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -113,8 +113,9 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
                 "spec_reconciled": spec.get("reconciled"),
                 "planned_kv_tokens": kv_tokens, "planned_max_concurrency": max_conc,
                 "speedup_over": _baseline(by_name, name),
-                "caveats": "; ".join(filter(None, [*notes.get(name, []),
-                                                   weights_caveat(variant), timing[-1]]))})
+                "caveats": "; ".join(filter(None, [
+                    *notes.get(name, []), weights_caveat(variant), timing[-1],
+                    *assumption_caveats(recipe.assumptions, name, str(row["scenario"]))]))})
     table = pd.DataFrame(rows, columns=VARIANT_COLUMNS)
     for i, row in table.iterrows():
         if not isinstance(row["speedup_over"], str):  # no baseline (None: NaN in the frame)

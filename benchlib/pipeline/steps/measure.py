@@ -26,7 +26,7 @@ from pydantic import RootModel
 
 from benchlib._exceptions import BenchlibError
 from benchlib._secrets import env_secret
-from benchlib.accuracy import run_gsm8k
+from benchlib.accuracy import run_few_shot_gsm8k, run_gsm8k
 from benchlib.checks import sdk_view
 from benchlib.engines import http_ok
 from benchlib.measure import concurrency_seed, measure, ramp_seed
@@ -103,18 +103,28 @@ def _sdk(recipe: Recipe, s: Scenario, url: str, tokenizer: Path | None, api_key:
 def _accuracy(recipe: Recipe, url: str, folder: RunFolder, api_key: str | None,
               results: dict[str, Any],
               keep: Callable[[str, dict[str, Any]], None], problems: list[str]) -> None:
-    """The recipe's accuracy run (lm-eval) against the engine, once: a resumed run keeps a
-    score it has."""
-    assert recipe.accuracy is not None
-    key = f"accuracy/{recipe.accuracy.task}"
+    """The recipe's accuracy run (lm-eval's gsm8k or SGLang's few_shot_gsm8k) against the
+    engine, once: a resumed run keeps a score it has."""
+    spec = recipe.accuracy
+    assert spec is not None
+    key = f"accuracy/{spec.task}"
     if isinstance(results.get(key), dict) and results[key].get("n"):
         print(f"{key}: done in an earlier attempt, skipped", flush=True)
         return
-    print(f"{key}: lm-eval, {recipe.accuracy.limit or 'all'} items, "
-          f"{recipe.accuracy.num_fewshot}-shot", flush=True)
+    harness = "SGLang's few_shot_gsm8k" if spec.task == "few_shot_gsm8k" else "lm-eval"
+    print(f"{key}: {harness}, {spec.limit or 'all'} items, {spec.num_fewshot}-shot, "
+          f"{spec.concurrency} at a time", flush=True)
+    model = recipe.model.served_model_name
     try:
-        acc = run_gsm8k(recipe.accuracy, url, recipe.model.served_model_name, folder.path,
-                        api_key=api_key)
+        if spec.task == "few_shot_gsm8k":
+            few = run_few_shot_gsm8k(spec, url, model, folder.path, api_key=api_key)
+            keep(key, few.model_dump())
+            print(f"{key}: Accuracy {few.accuracy:.3f}, Invalid {few.invalid:.3f}, Latency "
+                  f"{few.latency_s:.3f} s, Output throughput {few.output_throughput:.3f} "
+                  f"token/s over {few.n} questions"
+                  f"{' — ' + few.caveat if few.caveat else ''}", flush=True)
+            return
+        acc = run_gsm8k(spec, url, model, folder.path, api_key=api_key)
     except BenchlibError as exc:
         keep(key, {"error": str(exc)})
         problems.append(f"{key}: {exc}")

@@ -13,7 +13,7 @@ import pytest
 from benchlib._exceptions import UsageError
 from benchlib.cli import build_parser
 from benchlib.cli.measure import config_from_args, flag_table
-from benchlib.measure import MeasureConfig
+from benchlib.measure import MeasureConfig, Prompt, build_body, sent_keys
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "head.json").read_text())
 #: the flags `benchlib measure` had before they were generated (--sampling is new)
@@ -71,6 +71,21 @@ def test_sampling_fields_are_json_values() -> None:
                                    "/t", "--sampling", "temperature=0.7", 'stop=["\\n"]',
                                    "mode=fast"]))
     assert cfg.sampling == {"temperature": 0.7, "stop": ["\n"], "mode": "fast"}
+
+
+def test_sampling_server_default_sends_no_sampling_key() -> None:
+    cfg = config_from_args(_parse(["--base-url", "http://h:1", "--model", "m", "--tokenizer",
+                                   "/t", "--sampling", "server-default", "--output-len", "9"]))
+    assert cfg.sampling == "server-default"
+    body = json.loads(build_body(Prompt("hi", 1, 9), "completions", "m", ignore_eos=True,
+                                 sampling=cfg.sampling))
+    assert set(body) == {"model", "prompt", "stream", "stream_options", "max_tokens",
+                         "ignore_eos"}
+    sent = sent_keys([json.dumps(body).encode()], cfg.sampling)
+    assert (sent.sampling, sent.sampling_keys, sent.length_keys) == (
+        "server-default", [], ["ignore_eos", "max_tokens"])
+    kit = build_body(Prompt("hi", 1, 9), "chat", "m", ignore_eos=False, sampling={"top_p": 1})
+    assert sent_keys([kit], {"top_p": 1}).sampling_keys == ["temperature", "top_p"]
 
 
 @pytest.mark.parametrize("argv,flag", [

@@ -72,7 +72,7 @@ def test_seed_003_figures_as_the_write_up_prints_them() -> None:
 
 def test_seed_001_blocks_are_imported_exactly() -> None:
     refs = {r.name: (r, f) for r, f in load_references(SEEDS / "references" / "001.yaml")}
-    assert len(refs) == 9
+    assert len(refs) == 10
     ref, chat1 = refs["sglang-chat-c1"]
     assert (ref.scenario, ref.concurrency, ref.variant) == ("chat", 1, "sglang")
     assert chat1["median_ttft_ms"] == 94.55 and chat1["mean_tpot_ms"] == 8.75
@@ -91,7 +91,7 @@ def test_seed_000_keeps_chunk_counts_out_of_token_keys() -> None:
 
 def test_recipe_references_must_stand_beside_the_recipe(tmp_path: Path) -> None:
     recipe = resolve_paths(load_recipe(SEEDS / "003-qwen38-27b-cmp170hx.yaml"), REPO)
-    assert len(recipe_references(recipe)) == 7
+    assert len(recipe_references(recipe)) == 10
     bad = tmp_path / "r.yaml"
     for edit, says in ((("scenario: chat", "scenario: nope"), "scenario 'nope'"),
                        (("variant: v1", "variant: nope"), "variant 'nope'"),
@@ -126,3 +126,36 @@ def test_table_sets_each_figure_beside_the_runs(tmp_path: Path) -> None:
     empty = reference_table(refs, {})
     assert empty["published"].tolist() == [100.0, 50.0, 80.0]
     assert empty["measured"].isna().all()
+
+
+def test_seed_outcomes_and_accuracy_are_figures_with_units() -> None:
+    """Seed 003's long-context outcomes and open-jet's start-up, and seed 001's GSM8K, are
+    reference figures (not caveat text), each with its unit."""
+    refs = {r.name: (r, f) for r, f in load_references(SEEDS / "references" / "003.yaml")}
+    vllm, figures = refs["vllm-dflash2-long-context"]
+    assert figures == {"max_completed_input_len": 6603, "failed_at_input_len": 9472}
+    assert vllm.scenario == "long-context" and vllm.variant == "vllm-dflash2-k7"
+    assert refs["openjet-mtp-d4-long-context"][1] == {"max_completed_input_len": 18976}
+    assert refs["openjet-startup"][1] == {"startup_s_at_most": 10}
+    assert refs["vllm-dflash2-chat-3k"][1]["startup_s"] == 427
+    table = reference_table([refs[n] for n in ("vllm-dflash2-long-context", "openjet-startup",
+                                               "vllm-dflash2-chat-3k")], {})
+    units = dict(zip(table["metric"], table["unit"], strict=True))
+    assert units == {"max_completed_input_len": "tokens", "failed_at_input_len": "tokens",
+                     "startup_s_at_most": "s", "startup_s": "s", "per_user_tok_s": "tok/s",
+                     "median_ttft_ms": "ms", "mean_input_tokens": "tokens",
+                     "mean_output_tokens": "tokens"}
+    sgl = {r.name: (r, f) for r, f in load_references(SEEDS / "references" / "001.yaml")}
+    gsm, figures = sgl["sglang-few-shot-gsm8k"]
+    assert figures == {"gsm8k_accuracy": 0.845, "gsm8k_invalid": 0.0,
+                       "gsm8k_latency_s": 8.431, "gsm8k_output_throughput": 2195.387}
+    assert gsm.scenario is None and gsm.variant == "sglang"
+    # set beside the run's own: a variant's run-wide figures, and a ramp's reach
+    measured = {("sglang", "", 0): {"gsm8k_accuracy": 0.8, "gsm8k_latency_s": 9.0},
+                ("vllm-dflash2-k7", "long-context", 1): {"max_completed_input_len": 9472.0}}
+    rows = reference_table([(gsm, figures), (vllm, refs["vllm-dflash2-long-context"][1])],
+                           measured).set_index("metric")
+    assert rows.loc["gsm8k_accuracy", "measured"] == 0.8
+    assert rows.loc["gsm8k_accuracy", "unit"] == "fraction"
+    assert rows.loc["gsm8k_latency_s", "measured_over_published"] == pytest.approx(9 / 8.431)
+    assert rows.loc["max_completed_input_len", "measured"] == 9472.0

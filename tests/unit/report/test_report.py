@@ -46,7 +46,7 @@ def test_report_has_every_section_and_figure_inline(tmp_path: Path) -> None:
     assert "expected 1 GPUs, found 0" in page and "checkpoint formats differ" in page
     assert "109.42" in page and "engine version" in page
     assert "answered without calling get_weather" in page and "openai 3.60.0" in page
-    assert "Accuracy (lm-eval)" in page and "8 items: a smoke test" in page
+    assert "Accuracy (GSM8K)" in page and "8 items: a smoke test" in page
     assert files.markdown.read_text().startswith("# ab")
     assert "benchlib run params/ab.yaml" in files.markdown.read_text()
 
