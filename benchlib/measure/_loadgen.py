@@ -185,6 +185,7 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
                                                    plan.burstiness, plan.seed)
     else:
         indices, offsets = schedule.indices, schedule.offsets
+    paced = any(offset > 0 for offset in offsets)  # a rate or a trace, not all at once
     headers = [_headers(endpoint, b, plan.api_key) for b in bodies]
     thresholds = gc.get_threshold()
     # A full collection walks every object (tokenizer, numpy, the captures): ~100 ms with
@@ -240,6 +241,7 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
                     outcome = decode_capture(indices[i], prompt_lens[i], capture, plan.kind)
                     outcome.release_ns = releases[i]
                     outcome.due_ns = begin_ns + round(offsets[i] * 1e9)
+                    outcome.paced = paced
                     outcomes[i] = outcome
                     if sum(map(len, outcome.chunk_texts)) > OFFLOAD_CHARS:
                         await loop.run_in_executor(worker, on_outcome, outcome, capture)

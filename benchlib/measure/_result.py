@@ -46,6 +46,10 @@ METRICS: dict[str, str] = {
                          "a connection (only with max_concurrency)",
     "e2el_including_client_queue": "E2EL plus client queueing (only with max_concurrency and a "
                                    "finite request_rate)",
+    "ttft_from_schedule": "benchlib's TTFT counted from the instant the schedule had the "
+                          "request due (not its send): the first text's arrival minus the "
+                          "due time, so client queueing and a late release are included "
+                          "(only with a paced load: a finite request_rate or a trace)",
     "ttft_text": "benchlib's TTFT: send → first event carrying generated text (content, "
                  "reasoning or tool-call text)",
     "tpot_text": "benchlib's TPOT: (E2EL − TTFT to text) / (N − 1)",
@@ -129,6 +133,13 @@ class RunMetrics(BaseModel):
         None, description=_stat("median", "e2el_including_client_queue"))
     std_e2el_including_client_queue_ms: float | None = Field(
         None, description=_stat("std", "e2el_including_client_queue"))
+    # present only with a paced load (a finite request_rate, a trace)
+    mean_ttft_from_schedule_ms: float | None = Field(
+        None, description=_stat("mean", "ttft_from_schedule"))
+    median_ttft_from_schedule_ms: float | None = Field(
+        None, description=_stat("median", "ttft_from_schedule"))
+    std_ttft_from_schedule_ms: float | None = Field(
+        None, description=_stat("std", "ttft_from_schedule"))
     mean_ttft_text_ms: float | None = Field(description=_stat("mean", "ttft_text"))
     median_ttft_text_ms: float | None = Field(description=_stat("median", "ttft_text"))
     std_ttft_text_ms: float | None = Field(description=_stat("std", "ttft_text"))
