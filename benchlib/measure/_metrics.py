@@ -22,8 +22,9 @@ no number is better than a made-up one.
 
 Ours, named apart: ``*_ttft_from_schedule_ms`` (due instant → first text, with a paced
 load: the client's queueing and late releases included), ``*_ttft_text_ms`` (first
-generated text; a role-only chunk does not count), ``*_tpot_text_ms``, ``*_itl_text_only_ms`` (gaps between text events that were
-measured: two events of one read are counted in ``timing.coalesced_gaps`` instead),
+generated text; a role-only chunk does not count), ``*_tpot_text_ms``,
+``*_itl_text_only_ms`` (gaps between text events that were measured: two events of one
+read are counted in ``timing.coalesced_gaps`` instead),
 ``*_itl_per_token_ms``, ``peak_output_tokens_per_s`` (tokens), ``peak_concurrent_requests``
 (true overlap), ``total_input_tokens_server`` / ``_dataset``, ``duration_first_send_ms``,
 ``mean_tokens_per_chunk``, ``buffered_streams`` and the ``timing`` self-check
