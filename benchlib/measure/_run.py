@@ -17,6 +17,7 @@ import math
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import IO, Any
 
 from tqdm import tqdm
@@ -26,18 +27,20 @@ from benchlib._secrets import scrub_text
 from benchlib.measure._config import MeasureConfig
 from benchlib.measure._datasets import file_prompts, random_prompts
 from benchlib.measure._distribute import load_in_workers
+from benchlib.measure._intervals import Repeat, intervals_of
 from benchlib.measure._loadgen import LoadPlan, run_coroutine, run_load
 from benchlib.measure._metrics import summarize
 from benchlib.measure._pool import check_tls
 from benchlib.measure._records import RecordLog, RequestRecord, requests_path
 from benchlib.measure._request import Prompt, RequestOutcome, build_body
-from benchlib.measure._result import MeasureResult
-from benchlib.measure._seeds import warmup_seed
+from benchlib.measure._result import MeasureResult, RepeatSummary
+from benchlib.measure._seeds import bootstrap_seed, repeat_seed, warmup_seed
 from benchlib.measure._split import WorkersInfo, plan_workers
 from benchlib.measure._text_prompts import text_prompts
 from benchlib.measure._tokens import NO_TOKEN_COUNT, load_tokenizer, outcome_finisher
 
-__all__ = ["NO_TOKEN_COUNT", "build_requests", "load_tokenizer", "measure", "run_coroutine"]
+__all__ = ["NO_TOKEN_COUNT", "build_requests", "load_tokenizer", "measure", "measure_once",
+           "repeat_path", "run_coroutine"]
 
 def prompts_digest(prompts: list[Prompt]) -> str:
     """SHA-256 over the prompts in order (text, or chat messages as canonical JSON)."""
@@ -108,14 +111,65 @@ def warmup_bodies(cfg: MeasureConfig, tokenizer: Any | None, bodies: list[bytes]
                        sampling=cfg.sampling) for p in more[:n]]
 
 
+def repeat_path(result_json: Path, r: int) -> Path:
+    """Where repeat ``r`` (0-based) of a measurement writes: the result JSON itself for the
+    first, ``<stem>.r{r}.json`` beside it for the others."""
+    return result_json if r == 0 else result_json.with_name(f"{result_json.stem}.r{r}.json")
+
+
 def measure(cfg: MeasureConfig, api_key: str | None = None,
             out: IO[str] | None = None,
             on_warmed: Callable[[], None] | None = None,
             headers: Sequence[tuple[str, str]] = ()) -> MeasureResult:
-    """Run the measurement ``cfg`` describes and return its result (also written to
+    """Run the measurement ``cfg`` describes ``cfg.repeats`` times and return the first
+    repeat's result (also written to ``cfg.result_json``, as :meth:`MeasureResult.to_json`,
+    with the ``.requests.jsonl`` beside it, when set), with ``repeats`` (each repeat's
+    headline figures and files: :func:`repeat_path`) and ``intervals`` (bootstrap 95 %
+    intervals over every repeat's requests: :mod:`benchlib.measure._intervals`) added. The
+    keys named like ``vllm bench serve``'s are the first repeat's, which is seeded
+    ``cfg.seed`` as ``vllm bench serve --seed`` would be; repeat r ≥ 1 draws fresh prompts
+    from :func:`~benchlib.measure._seeds.repeat_seed`. ``on_warmed`` is called once, before
+    the first repeat's timed load (a server-metrics sampler takes its baseline there).
+    Arguments as :func:`measure_once`.
+    """
+    results: list[MeasureResult] = []
+    repeats: list[Repeat] = []
+    for r in range(cfg.repeats):
+        own = cfg.model_copy(update={
+            "repeats": 1, "seed": repeat_seed(cfg.seed, r),
+            "result_json": None if cfg.result_json is None else repeat_path(cfg.result_json, r)})
+        result, records = measure_once(own, api_key, out, on_warmed if r == 0 else None,
+                                       headers)
+        results.append(result)
+        repeats.append(Repeat.of(records, result.output_throughput))
+    intervals = intervals_of(repeats, bootstrap_seed(cfg.seed))
+    first = results[0].model_copy(update={
+        "intervals": intervals,
+        "repeats": [RepeatSummary.of(r, res) for r, res in enumerate(results)]})
+    if cfg.result_json is not None:
+        write_result(cfg.result_json, first, [v for v in (api_key, *(value for _, value in
+                                                                    headers)) if v])
+    return first
+
+
+def write_result(path: Path, result: MeasureResult, secrets: Sequence[str]) -> None:
+    """The result JSON, atomically, secrets scrubbed."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    text = json.dumps(result.to_json(), indent=2, allow_nan=False, default=str) + "\n"
+    tmp.write_text(scrub_text(text, secrets), encoding="utf-8")
+    tmp.replace(path)
+
+
+def measure_once(cfg: MeasureConfig, api_key: str | None = None,
+                 out: IO[str] | None = None,
+                 on_warmed: Callable[[], None] | None = None,
+                 headers: Sequence[tuple[str, str]] = ()
+                 ) -> tuple[MeasureResult, list[RequestRecord]]:
+    """Run the measurement ``cfg`` describes once and return its result (also written to
     ``cfg.result_json``, as :meth:`MeasureResult.to_json`, with the ``.requests.jsonl``
-    beside it, when set). ``on_warmed`` is called once the warmups are done, right before
-    the timed load (a server-metrics sampler takes its baseline there).
+    beside it, when set) and its requests' records. ``on_warmed`` is called once the
+    warmups are done, right before the timed load (a server-metrics sampler takes its
+    baseline there).
 
     ``headers``: ``(name, value)`` pairs every request carries (a hosted API's key, a
     proxy's token), replacing benchlib's own of the same name. Their values, like
@@ -148,6 +202,7 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
     bar = tqdm(total=len(bodies), desc="requests", unit="req", disable=cfg.disable_tqdm,
                file=sys.stderr, mininterval=0.5)
     first_ns: list[int] = []
+    records: list[RequestRecord] = []
     lock = threading.Lock()
 
     def sink(worker: int, o: RequestOutcome, chunk_counts: list[float]) -> None:
@@ -155,8 +210,9 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
             counts[o.index] = chunk_counts
             if not first_ns:
                 first_ns.append(o.start_ns)
+            records.append(RequestRecord.from_outcome(o, chunk_counts, first_ns[0]))
             if log is not None:
-                log.write(RequestRecord.from_outcome(o, chunk_counts, first_ns[0]))
+                log.write(records[-1])
             bar.update(1)
 
     date = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
@@ -182,8 +238,5 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
                         request_rate=cfg.request_rate)
     result = MeasureResult.assemble(cfg, metrics, date, prompts_digest(prompts), info)
     if cfg.result_json is not None:
-        tmp = cfg.result_json.with_suffix(cfg.result_json.suffix + ".tmp")
-        text = json.dumps(result.to_json(), indent=2, allow_nan=False, default=str) + "\n"
-        tmp.write_text(scrub_text(text, secrets), encoding="utf-8")
-        tmp.replace(cfg.result_json)
-    return result
+        write_result(cfg.result_json, result, secrets)
+    return result, records

@@ -96,6 +96,12 @@ class Workload(BaseModel):
         1.0, gt=0, description="gamma shape of the gaps between releases: 1 Poisson, < 1 "
                                "burstier, > 1 more even, inf fixed gaps (as vllm bench serve)")
     num_warmups: Warmups = 0
+    repeats: int = Field(
+        1, ge=1, description="times the measurement runs, each on fresh prompts of the same "
+                             "distribution (repeat r ≥ 1 seeded derive(seed, 'repeat', r), "
+                             "benchlib.measure._seeds): its headline figures get bootstrap "
+                             "95 % intervals over the repeats; with 1 the intervals come "
+                             "from the requests of the one run and say so")
     warmups_like_vllm: bool = Field(
         False, description="send the first measured prompt as every warmup, as vllm bench "
                            "serve does (like-for-like comparisons with it); an engine with a "

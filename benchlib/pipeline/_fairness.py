@@ -60,7 +60,7 @@ def probe_engine(recipe: Recipe, base_url: str, *, tokenizer: Path | None,
     for s in recipe.scenarios:
         if any(p.endpoint == s.endpoint for p in probes):
             continue
-        short = s.model_copy(update={"output_len": PROBE_TOKENS})
+        short = s.model_copy(update={"output_len": PROBE_TOKENS, "repeats": 1})
         cfg = short.measure_config(base_url=base_url, model=recipe.model.served_model_name,
                                    tokenizer=tokenizer, result_json=None, max_concurrency=1,
                                    num_prompts=1, input_len=min(s.input_len, 256),

@@ -35,7 +35,7 @@ def test_schedule_ttft_exceeds_send_ttft_by_the_wait_for_a_slot(
     assert len(waited) >= 15, [r.queue_ms for r in records]
     for r in records:
         assert r.ttft_ms is not None and r.ttft_from_schedule_ms is not None
-        assert r.release_lag_ms is not None and 0 <= r.release_lag_ms < 5.0, r.release_lag_ms
+        assert r.release_lag_ms is not None and 0 <= r.release_lag_ms < 20.0, r.release_lag_ms
         assert r.ttft_from_schedule_ms - r.ttft_ms == pytest.approx(
             r.queue_ms + r.release_lag_ms, abs=1e-6)
     assert result.median_ttft_from_schedule_ms is not None
@@ -56,12 +56,12 @@ def test_schedule_ttft_equals_send_ttft_when_nothing_waits(
     for r in records:
         assert r.ttft_ms is not None and r.ttft_from_schedule_ms is not None
         assert r.queue_ms < 1.0, r.queue_ms
-        assert r.release_lag_ms is not None and r.release_lag_ms < 5.0
+        assert r.release_lag_ms is not None and r.release_lag_ms < 20.0
         # nothing waited: the two differ only by the client's own release lag
         assert r.ttft_from_schedule_ms - r.ttft_ms == pytest.approx(
             r.queue_ms + r.release_lag_ms, abs=1e-6)
     assert result.median_ttft_from_schedule_ms == pytest.approx(
-        result.median_ttft_text_ms, abs=3.0)
+        result.median_ttft_text_ms, abs=5.0)
 
 
 def test_no_schedule_ttft_without_a_rate(scripted: Callable[..., Any], tmp_path: Path,

@@ -75,10 +75,13 @@ class Measured:
 
 def _measure_once(recipe: Recipe, s: Scenario, base_url: str, result_json: Path,
                   tokenizer: Path | None, api_key: str | None,
-                  on_warmed: Callable[[], None] | None = None, **shape: Any
-                  ) -> dict[str, Any]:
+                  on_warmed: Callable[[], None] | None = None, once: bool = False,
+                  **shape: Any) -> dict[str, Any]:
     """The one place :func:`benchlib.measure.measure` is called: its result as the result
-    JSON's object (the keys the results and the summary table read)."""
+    JSON's object (the keys the results and the summary table read). ``once``: one run
+    whatever the scenario's ``repeats`` (a ramp's step)."""
+    if once:
+        s = s.model_copy(update={"repeats": 1})
     cfg = s.measure_config(base_url=base_url, model=recipe.model.served_model_name,
                            tokenizer=tokenizer, result_json=result_json, **shape,
                            **tls_options(recipe, base_url))
@@ -294,7 +297,7 @@ def _ramp(recipe: Recipe, s: Scenario, base_url: str, folder: RunFolder, api_key
         # not begin with the shorter one's prompt (a prefix-cache hit)
         r = _measure_once(recipe, s, base_url, folder.ramp_json(s.name, n), tokenizer,
                           api_key, max_concurrency=1, num_prompts=1, input_len=n,
-                          num_warmups=0, seed=ramp_seed(s.seed, j))
+                          num_warmups=0, seed=ramp_seed(s.seed, j), once=True)
         ok = r["completed"] == 1
         steps.append({"input_len": n, "ok": ok, "ttft_ms": r["median_ttft_ms"] if ok else None,
                       "tpot_ms": r["median_tpot_ms"] if ok else None,

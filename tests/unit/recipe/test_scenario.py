@@ -46,7 +46,7 @@ def test_measure_config_is_what_the_pipeline_built_by_hand() -> None:
         # checked; the measured worker count, this host; warmups of their own prompts)
         assert _plain(cfg) == {**case["config"], "ca_bundle": None, "insecure": False,
                                "workers": None, "ray_address": None,
-                               "warmups_like_vllm": False}
+                               "warmups_like_vllm": False, "repeats": 1}
 
 
 def test_the_scenarios_seed_and_new_settings_reach_the_run() -> None:
