@@ -1,16 +1,20 @@
 """Bootstrap 95 % intervals for a measurement's headline figures, and for the ratio of two
 measurements' figures (a variant over its baseline, a speculative speedup).
 
-The figures: median and p99 of vLLM's TTFT, TPOT and ITL, benchlib's TPOT to the first text
-(the speedup's per-user speed), and output throughput. Each comes from the per-request
+The figures: median and p99 of vLLM's TTFT, TPOT and ITL and of benchlib's TTFT to the first
+text (a chat stream's role-only first chunk starts vLLM's), benchlib's median TPOT from the
+first text (the speedup's per-user speed), and output throughput. Each comes from the per-request
 records (``.requests.jsonl``) of every repeat of the measurement:
 
 * with two or more repeats, a two-level (cluster) bootstrap: each resample draws the repeats
   with replacement, then each drawn repeat's requests with replacement, and computes the
   figure over the pooled requests (ITL: a drawn request brings all its gaps, which are not
-  independent of one another). Output throughput, one number per repeat, is the mean of the
-  drawn repeats' throughputs. The interval then covers both run-to-run and request-to-request
-  variation; its ``source`` is ``repeats``;
+  independent of one another). The interval then covers both run-to-run and
+  request-to-request variation; its ``source`` is ``repeats``. Output throughput, one number
+  per repeat, is the mean of the drawn repeats' throughputs, and gets an interval only from
+  :data:`MIN_THROUGHPUT_REPEATS` repeats: a percentile bootstrap of a handful of numbers is
+  too narrow (with 3 repeats a side, the chance ordering of six equal runs alone puts every
+  resample on one side of 1 about one time in ten);
 * with one repeat, only the requests are drawn: the interval says how well this run's
   requests pin the figure down, not how another run would come out. Its ``source`` is
   ``requests`` (shown as such); output throughput, one number per run, gets no interval.
@@ -37,20 +41,24 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchlib.measure._records import RequestRecord
 
-__all__ = ["CONFIDENCE", "FIGURES", "RESAMPLES", "Interval", "Intervals", "RatioInterval",
-           "Repeat", "bootstrap", "intervals_of", "min_requests", "ratio_interval"]
+__all__ = ["CONFIDENCE", "FIGURES", "MIN_THROUGHPUT_REPEATS", "RESAMPLES", "Interval",
+           "Intervals", "RatioInterval", "Repeat", "bootstrap", "intervals_of", "min_requests",
+           "ratio_interval"]
 
 #: resamples per interval (percentile bootstrap)
 RESAMPLES = 2000
 #: the intervals' coverage
 CONFIDENCE = 0.95
+#: repeats (each side) before output throughput, one number per repeat, gets an interval
+MIN_THROUGHPUT_REPEATS = 5
 
-_Metric = Literal["ttft", "tpot", "tpot_text", "itl"]
+_Metric = Literal["ttft", "ttft_text", "tpot", "tpot_text", "itl"]
 #: figure → (metric, percentile); output_throughput is per repeat
 FIGURES: dict[str, tuple[_Metric | None, float | None]] = {
     "median_ttft_ms": ("ttft", 50.0), "p99_ttft_ms": ("ttft", 99.0),
     "median_tpot_ms": ("tpot", 50.0), "p99_tpot_ms": ("tpot", 99.0),
     "median_itl_ms": ("itl", 50.0), "p99_itl_ms": ("itl", 99.0),
+    "median_ttft_text_ms": ("ttft_text", 50.0), "p99_ttft_text_ms": ("ttft_text", 99.0),
     "median_tpot_text_ms": ("tpot_text", 50.0),
     "output_throughput": (None, None),
 }
@@ -67,6 +75,7 @@ class Repeat:
     """One repeat's per-request values (successful requests only) and its throughput."""
 
     ttft: np.ndarray
+    ttft_text: np.ndarray
     tpot: np.ndarray
     tpot_text: np.ndarray
     #: per request, its vLLM ITL gaps
@@ -83,6 +92,8 @@ class Repeat:
                 and r.ttft_first_choice_ms is not None]
         return cls(ttft=np.array([r.ttft_first_choice_ms for r in ok
                                   if r.ttft_first_choice_ms is not None], dtype=np.float64),
+                   ttft_text=np.array([r.ttft_ms for r in ok if r.ttft_ms is not None],
+                                      dtype=np.float64),
                    tpot=np.array(tpot, dtype=np.float64),
                    tpot_text=np.array([r.tpot_ms for r in ok if r.tpot_ms is not None],
                                       dtype=np.float64),
@@ -120,7 +131,7 @@ def bootstrap(repeats: Sequence[Repeat], figure: str, rng: np.random.Generator,
         chosen = [repeats[k] for k in rng.integers(0, n, n)] if n > 1 else list(repeats)
         if metric is None:
             tput = [r.output_throughput for r in chosen if r.output_throughput is not None]
-            out[b] = float(np.mean(tput)) if n > 1 and tput else np.nan
+            out[b] = float(np.mean(tput)) if n >= MIN_THROUGHPUT_REPEATS and tput else np.nan
             continue
         pooled = np.concatenate([r.drawn(metric, rng) for r in chosen])
         if pooled.size and p is not None:
@@ -166,6 +177,10 @@ class Intervals(BaseModel):
     figures: dict[str, Interval] = Field(description="figure (a key of FIGURES) → interval")
 
 
+_FEW_RUNS = (f"throughput is one number per run: an interval needs repeats ≥ "
+             f"{MIN_THROUGHPUT_REPEATS}")
+
+
 def _too_few(figure: str, requests: int) -> str:
     _, p = FIGURES[figure]
     if p is not None and requests < min_requests(p):
@@ -198,8 +213,8 @@ def intervals_of(repeats: Sequence[Repeat], seed: int,
         value = _point(repeats, figure)
         bounds = _bounds(bootstrap(repeats, figure, rng, resamples)) if value is not None \
             else None
-        if metric is None and len(repeats) < 2:
-            note = "one run: throughput is one number per run; repeats ≥ 2 give an interval"
+        if metric is None and len(repeats) < MIN_THROUGHPUT_REPEATS:
+            note = _FEW_RUNS
         elif bounds is None:
             note = "no interval: too few requests with this figure"
         figures[figure] = Interval(value=value, low=bounds[0] if bounds else None,
@@ -240,8 +255,7 @@ def ratio_interval(mine: Sequence[Repeat], theirs: Sequence[Repeat], figure: str
     ratio = b / a if invert else a / b
     bounds = _bounds(draws)
     if bounds is None:
-        why = ("one run each: throughput is one number per run; repeats ≥ 2 give an "
-               "interval" if FIGURES[figure][0] is None else "no interval: too few values")
+        why = _FEW_RUNS if FIGURES[figure][0] is None else "no interval: too few values"
         return RatioInterval(ratio=ratio, low=None, high=None, significant=None, note=why)
     return RatioInterval(ratio=ratio, low=bounds[0], high=bounds[1],
                          significant=not bounds[0] <= 1.0 <= bounds[1])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from typing import Literal, get_args
 
@@ -92,6 +93,15 @@ class ScriptConfig(BaseModel):
     model: str = "scripted"
     ttft_ms: float = Field(20.0, ge=0, description="request arrival → first content chunk")
     itl_ms: float = Field(5.0, ge=0, description="gap between content chunks")
+    jitter: float = Field(
+        0.0, ge=0, lt=1, description="spread: each request's TTFT and each gap between its "
+                                     "chunks is scaled by a factor drawn uniformly from "
+                                     "[1 − jitter, 1 + jitter], as a real engine's times "
+                                     "vary (0: exact knobs)")
+    jitter_seed: int = Field(
+        0, description="seeds the jitter factors with the request's count (1, 2, …): two "
+                       "servers with the same settings draw the same factors for their n-th "
+                       "requests (an A/A pair)")
     tokens_per_chunk: int = Field(1, ge=1, description="tokens carried by each content chunk")
     output_tokens: int | None = Field(
         None, ge=1, description="tokens per answer; default: the request's max_tokens"
@@ -128,6 +138,19 @@ class ScriptConfig(BaseModel):
         """Whether ``headers`` (h11's: names lower-cased) carry every required header."""
         given = {(n.decode("latin-1"), v.decode("latin-1")) for n, v in headers}
         return all((n.lower(), v) in given for n, v in self.required_headers)
+
+    def schedule_ms(self, n: int, chunks: int) -> list[float]:
+        """When the ``n``-th streamed request's content chunks are due, in ms after its
+        start: ``ttft + k × itl`` without jitter, each term scaled by its own factor with."""
+        if not self.jitter:
+            return [self.ttft_ms + k * self.itl_ms for k in range(chunks)]
+        rng = random.Random(f"{self.jitter_seed}/{n}")
+        out = []
+        t = self.ttft_ms * rng.uniform(1 - self.jitter, 1 + self.jitter)
+        for _ in range(chunks):
+            out.append(t)
+            t += self.itl_ms * rng.uniform(1 - self.jitter, 1 + self.jitter)
+        return out
 
     def fault_for(self, n: int) -> FaultKind | None:
         """The fault the ``n``-th streamed request (1-based) gets, if any."""

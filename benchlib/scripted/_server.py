@@ -266,7 +266,8 @@ class ScriptedServer:
                   f"(limit {limit})", file=sys.stderr, flush=True)
             os._exit(3)  # like an engine taken down by the GPU: no reply, sockets reset
         self._count += 1
-        fault = cfg.fault_for(self._count)
+        count = self._count  # this request's: others may arrive while it streams
+        fault = cfg.fault_for(count)
         rid = f"{'chatcmpl' if chat else 'cmpl'}-{self._count}"
         n = cfg.output_tokens or int(payload.get("max_tokens") or payload.get(
             "max_completion_tokens") or cfg.default_max_tokens)
@@ -315,10 +316,11 @@ class ScriptedServer:
             texts, a, b, chat, huge=fault == "huge-chunk" and j == cut - 1)]}).encode()
             for j, (a, b) in enumerate(chunks)]
         empty = json.dumps({**base, "choices": []}).encode()
+        schedule = cfg.schedule_ms(count, len(events))  # ttft, then the gaps (jittered)
         for j, event in enumerate(events):
             if j == cut and fault in _MID_STREAM and await self._mid_stream(peer, fault, row):
                 return
-            due = t0 + (cfg.ttft_ms + j * cfg.itl_ms) / 1e3
+            due = t0 + schedule[j] / 1e3
             delay = due - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
