@@ -25,8 +25,8 @@ def register(sub: Any) -> None:
     p.add_argument("--ttft-ms", type=float, default=20.0)
     p.add_argument("--itl-ms", type=float, default=5.0)
     p.add_argument("--jitter", type=float, default=0.0, metavar="J",
-                   help="scale each TTFT and chunk gap by a factor drawn from [1 − J, 1 + J] "
-                   "(a real engine's variation; seeded, see --jitter-seed)")
+                   help="scale each TTFT and chunk gap by a log-normal factor of median 1 "
+                   "and log-space sigma J (a real engine's variation; seeded, see --jitter-seed)")
     p.add_argument("--jitter-seed", type=int, default=0,
                    help="seed of the jitter factors, with each request's count: two servers "
                    "with the same settings draw the same factors")

@@ -88,7 +88,7 @@ class MeasureConfig(Workload):
     @field_validator("tokenizer")
     @classmethod
     def _random_needs_tokenizer(cls, value: Path | None, info: ValidationInfo) -> Path | None:
-        if value is None and info.data.get("dataset") in ("random", "text"):
+        if value is None and info.data.get("dataset") in ("random", "text", "trace"):
             raise ValueError(f"required for the {info.data['dataset']} dataset")
         return value
 

@@ -38,6 +38,7 @@ from benchlib.measure._seeds import bootstrap_seed, repeat_seed, warmup_seed
 from benchlib.measure._split import WorkersInfo, plan_workers
 from benchlib.measure._text_prompts import text_prompts
 from benchlib.measure._tokens import NO_TOKEN_COUNT, load_tokenizer, outcome_finisher
+from benchlib.measure._trace import read_trace, trace_offsets, trace_prompts
 
 __all__ = ["NO_TOKEN_COUNT", "build_requests", "load_tokenizer", "measure", "measure_once",
            "repeat_path", "run_coroutine"]
@@ -70,6 +71,10 @@ def build_requests(cfg: MeasureConfig, tokenizer: Any | None) -> tuple[list[Prom
                                  output_len=cfg.output_len or 1,
                                  range_ratio=cfg.random_range_ratio,
                                  range_mode=cfg.range_ratio_mode, seed=cfg.seed)
+    elif cfg.dataset == "trace":
+        assert cfg.dataset_path is not None
+        prompts = trace_prompts(tokenizer, read_trace(cfg.dataset_path, cfg.num_prompts),
+                                seed=cfg.seed)
     elif cfg.dataset == "text":
         prompts = text_prompts(tokenizer, num_prompts=cfg.num_prompts, input_len=cfg.input_len,
                                output_len=cfg.output_len or 1,
@@ -183,6 +188,14 @@ def measure_once(cfg: MeasureConfig, api_key: str | None = None,
                     num_warmups=cfg.num_warmups, request_timeout=cfg.request_timeout,
                     seed=cfg.seed, api_key=api_key, headers=tuple(headers),
                     ca_bundle=cfg.ca_bundle, insecure=cfg.insecure)
+    if cfg.dataset == "trace":
+        if not math.isinf(cfg.request_rate):
+            raise UsageError("--request-rate", "the trace dataset releases each request at "
+                             "its own timestamp: leave the rate unset (scale the trace's "
+                             "times with --trace-time-scale)")
+        assert cfg.dataset_path is not None
+        plan = dataclasses.replace(plan, offsets=tuple(trace_offsets(
+            read_trace(cfg.dataset_path, cfg.num_prompts), cfg.trace_time_scale)))
     tokenizer = load_tokenizer(cfg.tokenizer) if cfg.tokenizer is not None else None
     prompts, bodies = build_requests(cfg, tokenizer)
     run_coroutine(check_tls(plan.endpoint(), plan.connect_timeout))

@@ -71,11 +71,18 @@ class Workload(BaseModel):
                               "topics, PSF-2.0), an instruction then a passage, cut to the "
                               "same drawn lengths in exact tokens (as SGLang's random "
                               "dataset fills its lengths with real text); file: prompts read "
-                              "from dataset_path")
+                              "from dataset_path; trace: a request trace in Mooncake's "
+                              "JSONL format replayed at its own times "
+                              "(benchlib.measure._trace)")
     dataset_path: Path | None = Field(
         None, validate_default=True,
         description='the file dataset: JSONL, one {"prompt": …} or {"messages": […]} per '
-                    'line, each with an optional "output_len"')
+                    'line, each with an optional "output_len"; the trace dataset: JSONL, '
+                    'one {"timestamp": ms, "input_length": …, "output_length": …, '
+                    '"hash_ids": […]} per line (Mooncake\'s format)')
+    trace_time_scale: float = Field(
+        1.0, gt=0, description="the trace dataset: multiplies the trace's times (0.5 replays "
+                               "it twice as fast, 2 half as fast)")
     input_len: int = Field(
         1024, ge=1, description="prompt tokens the server receives per request (random and "
                                 "text datasets; the centre of the drawn range)")
@@ -141,8 +148,8 @@ class Workload(BaseModel):
     @field_validator("dataset_path")
     @classmethod
     def _file_needs_path(cls, value: Path | None, info: ValidationInfo) -> Path | None:
-        if value is None and info.data.get("dataset") == "file":
-            raise ValueError("required for the file dataset")
+        if value is None and info.data.get("dataset") in ("file", "trace"):
+            raise ValueError(f"required for the {info.data['dataset']} dataset")
         return value
 
     @field_validator("output_len")

@@ -94,10 +94,11 @@ class ScriptConfig(BaseModel):
     ttft_ms: float = Field(20.0, ge=0, description="request arrival → first content chunk")
     itl_ms: float = Field(5.0, ge=0, description="gap between content chunks")
     jitter: float = Field(
-        0.0, ge=0, lt=1, description="spread: each request's TTFT and each gap between its "
-                                     "chunks is scaled by a factor drawn uniformly from "
-                                     "[1 − jitter, 1 + jitter], as a real engine's times "
-                                     "vary (0: exact knobs)")
+        0.0, ge=0, le=2, description="spread: each request's TTFT and each gap between its "
+                                     "chunks is scaled by a log-normal factor, median 1 and "
+                                     "sigma = jitter in log space (0.3: 90 % within ×0.61–×1.64, "
+                                     "a long right tail), as a real engine's times vary (0: "
+                                     "exact knobs)")
     jitter_seed: int = Field(
         0, description="seeds the jitter factors with the request's count (1, 2, …): two "
                        "servers with the same settings draw the same factors for their n-th "
@@ -146,10 +147,10 @@ class ScriptConfig(BaseModel):
             return [self.ttft_ms + k * self.itl_ms for k in range(chunks)]
         rng = random.Random(f"{self.jitter_seed}/{n}")
         out = []
-        t = self.ttft_ms * rng.uniform(1 - self.jitter, 1 + self.jitter)
+        t = self.ttft_ms * rng.lognormvariate(0.0, self.jitter)
         for _ in range(chunks):
             out.append(t)
-            t += self.itl_ms * rng.uniform(1 - self.jitter, 1 + self.jitter)
+            t += self.itl_ms * rng.lognormvariate(0.0, self.jitter)
         return out
 
     def fault_for(self, n: int) -> FaultKind | None:
