@@ -61,7 +61,7 @@ def test_shared_hash_ids_share_their_text(tokenizer: Any) -> None:
         assert len(tokenizer.encode(p.prompt, add_special_tokens=False)) == row.input_length
     # every line starts with block 0: the prompts of two long lines share its first ~512
     # tokens' text (the random dataset's decode may differ in the last few characters)
-    long = [p.prompt for r, p in zip(rows, prompts, strict=True) if r.input_length > 600]
+    long = [str(p.prompt) for r, p in zip(rows, prompts, strict=True) if r.input_length > 600]
     assert len(long) >= 2
     common = len(_common_prefix(long[0], long[1]))
     assert common > 0.8 * len(tokenizer.decode(tokenizer.encode(long[0])[:512]))
