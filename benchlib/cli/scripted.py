@@ -37,6 +37,9 @@ def register(sub: Any) -> None:
     p.add_argument("--reasoning-field", choices=["reasoning_content", "reasoning"],
                    default="reasoning_content")
     p.add_argument("--no-usage", action="store_true", help="never send a usage chunk")
+    p.add_argument("--prefix-cache", action="store_true",
+                   help="report each prompt's part an earlier prompt began with, as "
+                   "llama.cpp's timings.cache_n / prompt_n in the last event")
     p.add_argument("--fault", action="append", default=[], metavar="KIND[:SELECT]",
                    help="inject a fault (repeatable; the first rule that selects a request "
                    "applies). SELECT: every=N[:start=K] (requests K, K+N, …; K defaults to "
@@ -102,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = ScriptConfig(model=args.model, ttft_ms=args.ttft_ms, itl_ms=args.itl_ms,
                            jitter=args.jitter, jitter_seed=args.jitter_seed,
+                           prefix_cache=args.prefix_cache,
                            tokens_per_chunk=args.tokens_per_chunk,
                            output_tokens=args.output_tokens, role_chunk=not args.no_role_chunk,
                            reasoning_tokens=args.reasoning_tokens,

@@ -23,7 +23,7 @@ __all__ = ["DatasetKind", "draw_lengths", "file_prompts", "length_range", "rando
 
 RangeMode = Literal["vllm", "sglang"]
 #: where prompts come from: random token ids, a JSONL file, or the kit's real-text corpus
-DatasetKind = Literal["random", "file", "text", "trace"]
+DatasetKind = Literal["random", "file", "text", "trace", "conversations"]
 
 
 def length_range(length: int, ratio: float, mode: RangeMode) -> tuple[int, int]:

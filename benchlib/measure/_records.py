@@ -109,6 +109,12 @@ class RequestRecord(BaseModel):
         None, description="the instant the schedule had the request due → first event "
                           "carrying generated text: ttft_ms + release_lag_ms + queue_ms "
                           "(null: an unpaced load, all released at once, or no text)")
+    session: int | None = Field(
+        None, description="the conversations dataset: the session this turn belongs to "
+                          "(0-based; left out of the line otherwise)")
+    turn: int | None = Field(
+        None, description="the conversations dataset: the turn's position in its session "
+                          "(0-based; its prompt holds every earlier turn and reply)")
     server_timings: dict[str, float] | None = Field(
         None, description="the server's own account of this request, where it sends one: the "
                           "last `timings` object of the stream (llama.cpp: prompt_n, "
@@ -145,15 +151,17 @@ class RequestRecord(BaseModel):
             reasoning_text=o.reasoning, tool_call_text=o.tool_text,
             server_timings=o.server_timings,
             release_lag_ms=_ms(o.release_lag_ns) if o.paced else None,
-            ttft_from_schedule_ms=_ms(o.ttft_from_schedule_ns))
+            ttft_from_schedule_ms=_ms(o.ttft_from_schedule_ns), session=o.session,
+            turn=o.turn)
 
     def to_json(self) -> dict[str, Any]:
         """The record as its JSON line's object: exactly its keys, in field order;
         ``server_timings`` only where the server sent some (other engines' lines keep their
         bytes); ``release_lag_ms`` and ``ttft_from_schedule_ms`` likewise only where known
-        (a paced load)."""
+        (a paced load), ``session`` and ``turn`` (a conversation's turn)."""
         out = self.model_dump()
-        for key in ("release_lag_ms", "ttft_from_schedule_ms", "server_timings"):
+        for key in ("release_lag_ms", "ttft_from_schedule_ms", "session", "turn",
+                    "server_timings"):
             if out[key] is None:
                 del out[key]
         return out

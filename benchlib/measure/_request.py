@@ -133,6 +133,9 @@ class RequestOutcome:
     #: the last ``timings`` object the server put in an event (llama.cpp's ``prompt_n``,
     #: ``predicted_n``, ``draft_n``, ``draft_n_accepted`` …): its own count of the work
     server_timings: dict[str, float] | None = None
+    #: a conversation's turn: its session (0-based) and position in it (None: not one)
+    session: int | None = None
+    turn: int | None = None
 
     @property
     def generated(self) -> str:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from benchlib.measure._config import MeasureConfig
+from benchlib.measure._conversations import ConversationSummary
 from benchlib.measure._datasets import DatasetKind
 from benchlib.measure._intervals import Intervals
 from benchlib.measure._records import requests_path
@@ -288,7 +289,7 @@ class RepeatSummary(BaseModel):
 
 #: the result's last keys, after the metrics (``workers`` only when the load was split;
 #: ``repeats`` and ``intervals`` only in a measurement's first repeat's file)
-_TAIL = ("clock", "benchlib", "workers", "repeats", "intervals")
+_TAIL = ("clock", "benchlib", "workers", "repeats", "intervals", "conversations")
 #: ``inf`` as the reference writes an unlimited rate or burstiness
 Unlimited = float | Literal["inf"]
 
@@ -315,6 +316,9 @@ class MeasureResult(RunMetrics):
     repeats: list[RepeatSummary] | None = Field(
         None, description="every repeat of the measurement, this one first (its keys above "
                           "are repeat 0's alone)")
+    conversations: ConversationSummary | None = Field(
+        None, description="the conversations dataset: per-turn TTFT and the prefix cache's "
+                          "hit rate (benchlib.measure._conversations)")
     intervals: Intervals | None = Field(
         None, description="the headline figures over every repeat's requests, each with its "
                           "bootstrap 95 % interval (benchlib.measure._intervals)")

@@ -25,7 +25,9 @@ from tqdm import tqdm
 from benchlib._exceptions import UsageError
 from benchlib._secrets import scrub_text
 from benchlib.measure._config import MeasureConfig
-from benchlib.measure._datasets import file_prompts, random_prompts
+from benchlib.measure._conversations import read_sessions, summarize_conversations
+from benchlib.measure._converse import converse
+from benchlib.measure._datasets import _count, file_prompts, random_prompts
 from benchlib.measure._distribute import load_in_workers
 from benchlib.measure._intervals import Repeat, intervals_of
 from benchlib.measure._loadgen import LoadPlan, run_coroutine, run_load
@@ -75,6 +77,15 @@ def build_requests(cfg: MeasureConfig, tokenizer: Any | None) -> tuple[list[Prom
         assert cfg.dataset_path is not None
         prompts = trace_prompts(tokenizer, read_trace(cfg.dataset_path, cfg.num_prompts),
                                 seed=cfg.seed)
+    elif cfg.dataset == "conversations":
+        assert cfg.dataset_path is not None
+        if cfg.endpoint != "chat":
+            raise UsageError("--endpoint", "the conversations dataset sends chat messages: "
+                             "use --endpoint chat")
+        prompts = [Prompt([{"role": "user", "content": t} for t in s.turns],
+                          _count(tokenizer, [{"role": "user", "content": s.turns[0]}]),
+                          cfg.output_len)
+                   for s in read_sessions(cfg.dataset_path, cfg.num_prompts)]
     elif cfg.dataset == "text":
         prompts = text_prompts(tokenizer, num_prompts=cfg.num_prompts, input_len=cfg.input_len,
                                output_len=cfg.output_len or 1,
@@ -100,6 +111,16 @@ def warmup_bodies(cfg: MeasureConfig, tokenizer: Any | None, bodies: list[bytes]
         return []
     if cfg.warmups_like_vllm:
         return [bodies[0]] * n
+    if cfg.dataset == "conversations":  # first turns of the sessions after the measured
+        assert cfg.dataset_path is not None
+        later = read_sessions(cfg.dataset_path, len(bodies) + n)[len(bodies):]
+        if len(later) < n:
+            raise UsageError("--num-warmups", f"{cfg.dataset_path} holds "
+                             f"{len(bodies) + len(later)} sessions: {len(bodies)} measured "
+                             f"and {n} warmups need more (a warmup never repeats a measured "
+                             "session's prompt). Add sessions or lower num_warmups")
+        return [build_body(Prompt(s.turns[0], 0, cfg.output_len), "chat", cfg.model,
+                           ignore_eos=cfg.ignore_eos, sampling=cfg.sampling) for s in later]
     if cfg.dataset != "file":  # drawn: the same distribution from the warmups' own seed
         own = cfg.model_copy(update={"num_prompts": n, "seed": warmup_seed(cfg.seed)})
         return build_requests(own, tokenizer)[1]
@@ -233,7 +254,10 @@ def measure_once(cfg: MeasureConfig, api_key: str | None = None,
     info: WorkersInfo | None = None
     finish = outcome_finisher(tokenizer)
     try:
-        if split.count == 1 and split.backend == "processes":
+        if cfg.dataset == "conversations":
+            outcomes, duration_ns = converse(cfg, plan, tokenizer, warmups,
+                                             lambda o, _: sink(0, o, finish(o)), on_warmed)
+        elif split.count == 1 and split.backend == "processes":
             outcomes, duration_ns = run_coroutine(run_load(
                 bodies, [p.prompt_len for p in prompts], plan, warmups,
                 lambda o, _: sink(0, o, finish(o)), on_warmed))
@@ -250,6 +274,9 @@ def measure_once(cfg: MeasureConfig, api_key: str | None = None,
                         goodput=dict(cfg.goodput), max_concurrency=cfg.max_concurrency,
                         request_rate=cfg.request_rate)
     result = MeasureResult.assemble(cfg, metrics, date, prompts_digest(prompts), info)
+    if cfg.dataset == "conversations":
+        result = result.model_copy(update={"conversations": summarize_conversations(
+            outcomes, len(prompts), cfg.conversation_think_s)})
     if cfg.result_json is not None:
         write_result(cfg.result_json, result, secrets)
     return result, records

@@ -73,13 +73,19 @@ class Workload(BaseModel):
                               "dataset fills its lengths with real text); file: prompts read "
                               "from dataset_path; trace: a request trace in Mooncake's "
                               "JSONL format replayed at its own times "
-                              "(benchlib.measure._trace)")
+                              "(benchlib.measure._trace); conversations: multi-turn "
+                              "chat sessions from dataset_path, each turn sent with its "
+                              "history (benchlib.measure._conversations)")
     dataset_path: Path | None = Field(
         None, validate_default=True,
         description='the file dataset: JSONL, one {"prompt": …} or {"messages": […]} per '
                     'line, each with an optional "output_len"; the trace dataset: JSONL, '
                     'one {"timestamp": ms, "input_length": …, "output_length": …, '
-                    '"hash_ids": […]} per line (Mooncake\'s format)')
+                    '"hash_ids": […]} per line (Mooncake\'s format); the conversations '
+                    'dataset: JSONL, one {"id": …, "turns": [user message, …]} per line')
+    conversation_think_s: float = Field(
+        0.5, ge=0, description="the conversations dataset: seconds a session waits after a "
+                               "reply before its next turn (the user reading and typing)")
     trace_time_scale: float = Field(
         1.0, gt=0, description="the trace dataset: multiplies the trace's times (0.5 replays "
                                "it twice as fast, 2 half as fast)")
@@ -148,7 +154,7 @@ class Workload(BaseModel):
     @field_validator("dataset_path")
     @classmethod
     def _file_needs_path(cls, value: Path | None, info: ValidationInfo) -> Path | None:
-        if value is None and info.data.get("dataset") in ("file", "trace"):
+        if value is None and info.data.get("dataset") in ("file", "trace", "conversations"):
             raise ValueError(f"required for the {info.data['dataset']} dataset")
         return value
 

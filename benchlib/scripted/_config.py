@@ -131,6 +131,10 @@ class ScriptConfig(BaseModel):
                                 "served, and its schedule (ttft, then itl) starts when a slot "
                                 "frees, so TTFT jumps at a known concurrency (a saturation "
                                 "point the SLO search must find)")
+    prefix_cache: bool = Field(
+        False, description="report, per response, how much of the prompt an earlier prompt "
+                           "began with, as llama.cpp reports its cache (timings.cache_n and "
+                           "prompt_n in the last event); timings are not changed by it")
     crash_above_prompt_chars: int | None = Field(
         None, ge=1, description="exit the whole server (an engine crash, like seed 003's Xid "
                                 "on a long chat) when a prompt longer than this arrives")
