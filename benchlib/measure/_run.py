@@ -68,6 +68,7 @@ def build_requests(cfg: MeasureConfig, tokenizer: Any | None) -> tuple[list[Prom
                                                                        list[bytes]]:
     """The prompts ``cfg`` describes (its dataset, lengths and seed) and their request
     bodies, in the order they are sent."""
+    skip = cfg.dataset_skip if cfg.dataset in ("file", "conversations") else 0
     if cfg.dataset == "random":
         prompts = random_prompts(tokenizer, num_prompts=cfg.num_prompts, input_len=cfg.input_len,
                                  output_len=cfg.output_len or 1,
@@ -85,7 +86,7 @@ def build_requests(cfg: MeasureConfig, tokenizer: Any | None) -> tuple[list[Prom
         prompts = [Prompt([{"role": "user", "content": t} for t in s.turns],
                           _count(tokenizer, [{"role": "user", "content": s.turns[0]}]),
                           cfg.output_len)
-                   for s in read_sessions(cfg.dataset_path, cfg.num_prompts)]
+                   for s in read_sessions(cfg.dataset_path, skip + cfg.num_prompts)[skip:]]
     elif cfg.dataset == "text":
         prompts = text_prompts(tokenizer, num_prompts=cfg.num_prompts, input_len=cfg.input_len,
                                output_len=cfg.output_len or 1,
@@ -93,8 +94,13 @@ def build_requests(cfg: MeasureConfig, tokenizer: Any | None) -> tuple[list[Prom
                                range_mode=cfg.range_ratio_mode, seed=cfg.seed)
     else:
         assert cfg.dataset_path is not None
-        prompts = file_prompts(cfg.dataset_path, tokenizer, num_prompts=cfg.num_prompts,
-                               output_len=cfg.output_len)
+        prompts = file_prompts(cfg.dataset_path, tokenizer,
+                               num_prompts=skip + cfg.num_prompts,
+                               output_len=cfg.output_len)[skip:]
+    if skip and len(prompts) < cfg.num_prompts:  # a dealt file ran out (trace: its length)
+        raise UsageError("--repeats", f"{cfg.dataset_path} runs out after {skip} lines: "
+                         f"each repeat needs {cfg.num_prompts} prompts (and the warmups) no "
+                         "earlier repeat sent; add lines or lower repeats or num_prompts")
     bodies = [build_body(p, cfg.endpoint, cfg.model, ignore_eos=cfg.ignore_eos,
                          sampling=cfg.sampling) for p in prompts]
     return prompts, bodies
@@ -113,7 +119,8 @@ def warmup_bodies(cfg: MeasureConfig, tokenizer: Any | None, bodies: list[bytes]
         return [bodies[0]] * n
     if cfg.dataset == "conversations":  # first turns of the sessions after the measured
         assert cfg.dataset_path is not None
-        later = read_sessions(cfg.dataset_path, len(bodies) + n)[len(bodies):]
+        first = cfg.dataset_skip + len(bodies)
+        later = read_sessions(cfg.dataset_path, first + n)[first:]
         if len(later) < n:
             raise UsageError("--num-warmups", f"{cfg.dataset_path} holds "
                              f"{len(bodies) + len(later)} sessions: {len(bodies)} measured "
@@ -125,8 +132,9 @@ def warmup_bodies(cfg: MeasureConfig, tokenizer: Any | None, bodies: list[bytes]
         own = cfg.model_copy(update={"num_prompts": n, "seed": warmup_seed(cfg.seed)})
         return build_requests(own, tokenizer)[1]
     assert cfg.dataset_path is not None
-    more = file_prompts(cfg.dataset_path, tokenizer, num_prompts=len(bodies) + n,
-                        output_len=cfg.output_len)[len(bodies):]
+    more = file_prompts(cfg.dataset_path, tokenizer,
+                        num_prompts=cfg.dataset_skip + len(bodies) + n,
+                        output_len=cfg.output_len)[cfg.dataset_skip + len(bodies):]
     if len(more) < n:
         raise UsageError("--num-warmups", f"{cfg.dataset_path} holds {len(bodies) + len(more)} "
                          f"prompts: {len(bodies)} measured and {n} warmups need "
@@ -160,9 +168,14 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
     """
     results: list[MeasureResult] = []
     repeats: list[Repeat] = []
+    # a file's or a conversation set's lines do not change with the seed: each repeat takes
+    # the lines after the earlier repeats' measured lines and their warmups
+    stride = cfg.num_prompts + (0 if cfg.warmups_like_vllm else cfg.num_warmups)
+    dealt = cfg.dataset in ("file", "conversations")
     for r in range(cfg.repeats):
         own = cfg.model_copy(update={
             "repeats": 1, "seed": repeat_seed(cfg.seed, r),
+            "dataset_skip": cfg.dataset_skip + (r * stride if dealt else 0),
             "result_json": None if cfg.result_json is None else repeat_path(cfg.result_json, r)})
         result, records = measure_once(own, api_key, out, on_warmed if r == 0 else None,
                                        headers)

@@ -29,7 +29,7 @@ from benchlib._secrets import env_secret
 from benchlib.accuracy import run_gsm8k
 from benchlib.checks import sdk_view
 from benchlib.engines import http_ok
-from benchlib.measure import concurrency_seed, measure, ramp_seed
+from benchlib.measure import concurrency_seed, measure, planned_requests, ramp_seed
 from benchlib.pipeline._declare import Param, Step, StepInputs
 from benchlib.pipeline._fairness import tokenizer_dir
 from benchlib.pipeline._folder import RunFolder
@@ -215,7 +215,8 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                                     results.get(key), functools.partial(keep, key)))
             for i, conc in enumerate([] if s.ramp_input_lens else s.concurrencies):
                 key = f"{s.name}/c{conc}"
-                if scenario_done(results.get(key), s.prompts_at(i), s.max_failed_fraction):
+                planned = planned_requests(s.dataset, s.dataset_path, s.prompts_at(i))
+                if scenario_done(results.get(key), planned, s.max_failed_fraction):
                     print(f"{key}: done in an earlier attempt, skipped", flush=True)
                     continue
                 print(f"{key}: {s.prompts_at(i)} prompts, {s.input_len} in / {s.output_len} "
@@ -253,8 +254,7 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                 if s.sdk_view:
                     keep(key, {**results[key], "sdk": _sdk(recipe, s, url, tokenizer, api_key,
                                                            results[key], conc, i)})
-                problem = scenario_problem(results[key], s.prompts_at(i),
-                                           s.max_failed_fraction)
+                problem = scenario_problem(results[key], planned, s.max_failed_fraction)
                 if problem:
                     problems.append(f"{key}: {problem} ({', '.join(errors[:1]) or 'no error'})")
             if not _alive(recipe, url, api_key):
