@@ -50,6 +50,8 @@ scenarios:
     assert measured["intervals"]["source"] == "repeats"
     assert (run / "a" / "measure" / "chat-c8.r1.requests.jsonl").is_file()
     rows: list[dict[str, Any]] = read_sidecar(run / "04_compare.json").results["significance"]
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert "id='significance'" in page and "id='intervals'" in page
     assert {r["figure"] for r in rows} >= {"median_ttft_ms", "median_tpot_ms", "median_itl_ms",
                                           "p99_ttft_ms", "output_throughput"}
     return rows

@@ -35,6 +35,8 @@ scenarios:
   - {{name: chat, endpoint: chat, dataset: conversations,
       dataset_path: "{DATA / 'conversations-synthetic.jsonl'}", output_len: 8,
       conversation_think_s: 0.05, concurrencies: [2], num_prompts: 3, repeats: 2}}
+  - {{name: paced, input_len: 16, output_len: 10, request_rate: 300, burstiness: inf,
+      concurrencies: [1], num_prompts: 12, num_warmups: 0}}
 """)
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, "-m", "benchlib", "run", str(recipe), "--outputs",
@@ -59,3 +61,11 @@ scenarios:
     assert first["benchlib"]["prompts_sha256"] != again["benchlib"]["prompts_sha256"]
     assert first["conversations"]["per_turn"][0]["prefix_cache_hit_rate"] < 0.2
     assert again["conversations"]["per_turn"][0]["prefix_cache_hit_rate"] < 0.2
+    paced = results["paced/c1"]  # 300 req/s into one slot: requests wait
+    assert paced["median_ttft_from_schedule_ms"] > paced["median_ttft_text_ms"] + 10
+    # the report adds its sections: intervals, schedule TTFT, conversations
+    page = (run / "report.html").read_text(encoding="utf-8")
+    for section in ("id='intervals'", "id='schedule-ttft'", "id='conversations'",
+                    "2 repeats", "requests (one run)"):
+        assert section in page, section
+    assert "id='significance'" not in page  # no variants: nothing to compare
