@@ -162,20 +162,24 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
     intervals over every repeat's requests: :mod:`benchlib.measure._intervals`) added. The
     keys named like ``vllm bench serve``'s are the first repeat's, which is seeded
     ``cfg.seed`` as ``vllm bench serve --seed`` would be; repeat r ≥ 1 draws fresh prompts
-    from :func:`~benchlib.measure._seeds.repeat_seed`. ``on_warmed`` is called once, before
-    the first repeat's timed load (a server-metrics sampler takes its baseline there).
+    from :func:`~benchlib.measure._seeds.repeat_seed`, without warmups (the engine is warm).
+    ``on_warmed`` is called once, before the first repeat's timed load (a server-metrics
+    sampler takes its baseline there, so its counters cover every repeat).
     Arguments as :func:`measure_once`.
     """
     results: list[MeasureResult] = []
     repeats: list[Repeat] = []
-    # a file's or a conversation set's lines do not change with the seed: each repeat takes
-    # the lines after the earlier repeats' measured lines and their warmups
-    stride = cfg.num_prompts + (0 if cfg.warmups_like_vllm else cfg.num_warmups)
+    # the engine is warm after the first repeat: later ones send no warmups (so the server's
+    # counters over the whole measurement hold the measured requests and the first warmups
+    # only). A file's or a conversation set's lines do not change with the seed: each repeat
+    # takes the lines after the earlier repeats' (and the first one's warmups)
+    warm = 0 if cfg.warmups_like_vllm else cfg.num_warmups
     dealt = cfg.dataset in ("file", "conversations")
     for r in range(cfg.repeats):
+        skip = r * cfg.num_prompts + (warm if r else 0) if dealt else 0
         own = cfg.model_copy(update={
-            "repeats": 1, "seed": repeat_seed(cfg.seed, r),
-            "dataset_skip": cfg.dataset_skip + (r * stride if dealt else 0),
+            "repeats": 1, "seed": repeat_seed(cfg.seed, r), "dataset_skip": cfg.dataset_skip + skip,
+            "num_warmups": cfg.num_warmups if r == 0 else 0,
             "result_json": None if cfg.result_json is None else repeat_path(cfg.result_json, r)})
         result, records = measure_once(own, api_key, out, on_warmed if r == 0 else None,
                                        headers)
