@@ -167,8 +167,10 @@ def _w(value: float | None) -> str:
 
 def _kv_vs_plan(launch: dict[str, Any], s: Scenario, conc: int, server: dict[str, Any]
                 ) -> dict[str, Any] | None:
-    """The engine's peak KV use beside the plan's expectation, with a progress line."""
-    kv = kv_usage_expected(launch, s, conc)
+    """The engine's peak KV use beside the plan's expectation, with a progress line (none
+    for a trace or conversations: their lengths are not the scenario's input_len)."""
+    kv = None if s.dataset in ("trace", "conversations") else kv_usage_expected(launch, s,
+                                                                                conc)
     if kv is None:
         return None
     peak = (server.get("server_metrics") or {}).get("kv_cache_usage_peak")
@@ -219,8 +221,10 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                 if scenario_done(results.get(key), planned, s.max_failed_fraction):
                     print(f"{key}: done in an earlier attempt, skipped", flush=True)
                     continue
-                print(f"{key}: {s.prompts_at(i)} prompts, {s.input_len} in / {s.output_len} "
-                      "out", flush=True)
+                shape = (f"{s.dataset} {Path(str(s.dataset_path)).name}, {planned} requests"
+                         if s.dataset in ("trace", "conversations")
+                         else f"{s.input_len} in / {s.output_len} out")
+                print(f"{key}: {s.prompts_at(i)} prompts, {shape}", flush=True)
                 result_json = folder.measure_json(s.name, conc)
                 energy = start_energy(recipe, url)  # returns after its idle window
                 sampler = sampler_for(recipe, url, api_key)
