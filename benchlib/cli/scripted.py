@@ -24,6 +24,12 @@ def register(sub: Any) -> None:
     p.add_argument("--model", default="scripted")
     p.add_argument("--ttft-ms", type=float, default=20.0)
     p.add_argument("--itl-ms", type=float, default=5.0)
+    p.add_argument("--jitter", type=float, default=0.0, metavar="J",
+                   help="scale each TTFT and chunk gap by a log-normal factor of median 1 "
+                   "and log-space sigma J (a real engine's variation; seeded, see --jitter-seed)")
+    p.add_argument("--jitter-seed", type=int, default=0,
+                   help="seed of the jitter factors, with each request's count: two servers "
+                   "with the same settings draw the same factors")
     p.add_argument("--tokens-per-chunk", type=int, default=1)
     p.add_argument("--output-tokens", type=int, default=None)
     p.add_argument("--no-role-chunk", action="store_true")
@@ -31,6 +37,9 @@ def register(sub: Any) -> None:
     p.add_argument("--reasoning-field", choices=["reasoning_content", "reasoning"],
                    default="reasoning_content")
     p.add_argument("--no-usage", action="store_true", help="never send a usage chunk")
+    p.add_argument("--prefix-cache", action="store_true",
+                   help="report each prompt's part an earlier prompt began with, as "
+                   "llama.cpp's timings.cache_n / prompt_n in the last event")
     p.add_argument("--fault", action="append", default=[], metavar="KIND[:SELECT]",
                    help="inject a fault (repeatable; the first rule that selects a request "
                    "applies). SELECT: every=N[:start=K] (requests K, K+N, …; K defaults to "
@@ -95,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--fault", str(exc)) from None
     try:
         cfg = ScriptConfig(model=args.model, ttft_ms=args.ttft_ms, itl_ms=args.itl_ms,
+                           jitter=args.jitter, jitter_seed=args.jitter_seed,
+                           prefix_cache=args.prefix_cache,
                            tokens_per_chunk=args.tokens_per_chunk,
                            output_tokens=args.output_tokens, role_chunk=not args.no_role_chunk,
                            reasoning_tokens=args.reasoning_tokens,

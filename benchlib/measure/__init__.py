@@ -11,6 +11,7 @@ against what the client saw (:class:`ClientStreams`).
 
 from benchlib.measure._config import MeasureConfig
 from benchlib.measure._connection import StreamCapture
+from benchlib.measure._converse import planned_requests
 from benchlib.measure._corpus import Corpus, Passage, load_corpus
 from benchlib.measure._datasets import DatasetKind, file_prompts, length_range, random_prompts
 from benchlib.measure._endpoint import Endpoint
@@ -125,6 +126,7 @@ __all__ = [
     "metrics_url",
     "open_file_limit",
     "percentile_key",
+    "planned_requests",
     "probe_seed",
     "raise_open_file_limit",
     "ramp_seed",

@@ -47,6 +47,10 @@ class MeasureConfig(Workload):
         None, description="write the result JSON here (atomically, at the end) and each "
                           "request's record to <stem>.requests.jsonl beside it, as it ends")
     disable_tqdm: bool = Field(False, description="no progress bar on stderr")
+    dataset_skip: int = Field(
+        0, ge=0, description="file and conversations datasets: start after this many lines "
+                             "(sessions); repeat r ≥ 1 of a measurement starts after the "
+                             "lines the earlier repeats and their warmups sent")
     ca_bundle: Path | None = Field(
         None, description="https: trust the CA certificates in this PEM file instead of the "
                           "system's (a self-signed server: its own certificate)")
@@ -88,7 +92,7 @@ class MeasureConfig(Workload):
     @field_validator("tokenizer")
     @classmethod
     def _random_needs_tokenizer(cls, value: Path | None, info: ValidationInfo) -> Path | None:
-        if value is None and info.data.get("dataset") in ("random", "text"):
+        if value is None and info.data.get("dataset") in ("random", "text", "trace"):
             raise ValueError(f"required for the {info.data['dataset']} dataset")
         return value
 

@@ -23,8 +23,9 @@ __all__ = ["DatasetKind", "draw_lengths", "file_prompts", "length_range", "rando
 
 RangeMode = Literal["vllm", "sglang"]
 #: where prompts come from: random token ids, a JSONL file, the kit's real-text corpus (as
-#: an instruction and a passage, or cut as SGLang's random dataset cuts ShareGPT)
-DatasetKind = Literal["random", "file", "text", "sglang-random"]
+#: an instruction and a passage, or cut as SGLang's random dataset cuts ShareGPT), a trace
+#: replayed at its own times, or multi-turn conversations
+DatasetKind = Literal["random", "file", "text", "sglang-random", "trace", "conversations"]
 
 
 def length_range(length: int, ratio: float, mode: RangeMode) -> tuple[int, int]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from benchlib.measure._arrivals import arrival_offsets
 from benchlib.measure._loadgen import LoadPlan
 from benchlib.measure._metrics import timing_of
 from benchlib.measure._request import RequestOutcome
@@ -41,7 +40,7 @@ def load_in_workers(split: WorkerSplit, plan: LoadPlan, bodies: Sequence[bytes],
     to ``sink`` as it arrives. Local workers count tokens with the ``tokenizer`` folder
     themselves; over Ray the driver does, with ``finish``. Returns the outcomes in request
     order, the run's duration (ns) and the result's ``workers`` block."""
-    offsets = arrival_offsets(len(bodies), plan.request_rate, plan.burstiness, plan.seed)
+    offsets = plan.release_offsets(len(bodies))
 
     def jobs(count: int) -> list[WorkerJob]:
         tok = tokenizer if split.backend == "processes" else None

@@ -68,6 +68,15 @@ class LoadPlan:
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     ca_bundle: Path | None = None
     insecure: bool = False
+    #: release times in s after the start (a trace's), instead of the rate's drawn ones
+    offsets: tuple[float, ...] | None = None
+
+    def release_offsets(self, n: int) -> list[float]:
+        """When each of ``n`` requests is released: the given offsets, else drawn from the
+        rate, burstiness and seed as ``vllm bench serve`` draws them."""
+        if self.offsets is not None:
+            return list(self.offsets[:n])
+        return arrival_offsets(n, self.request_rate, self.burstiness, self.seed)
 
     def endpoint(self) -> Endpoint:
         return Endpoint.parse(self.base_url, ca_bundle=self.ca_bundle, insecure=self.insecure,
@@ -181,10 +190,10 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
     await pool.open()
     if schedule is None:
         indices: Sequence[int] = range(len(bodies))
-        offsets: Sequence[float] = arrival_offsets(len(bodies), plan.request_rate,
-                                                   plan.burstiness, plan.seed)
+        offsets: Sequence[float] = plan.release_offsets(len(bodies))
     else:
         indices, offsets = schedule.indices, schedule.offsets
+    paced = any(offset > 0 for offset in offsets)  # a rate or a trace, not all at once
     headers = [_headers(endpoint, b, plan.api_key) for b in bodies]
     thresholds = gc.get_threshold()
     # A full collection walks every object (tokenizer, numpy, the captures): ~100 ms with
@@ -240,6 +249,7 @@ async def run_load(bodies: Sequence[bytes], prompt_lens: Sequence[int], plan: Lo
                     outcome = decode_capture(indices[i], prompt_lens[i], capture, plan.kind)
                     outcome.release_ns = releases[i]
                     outcome.due_ns = begin_ns + round(offsets[i] * 1e9)
+                    outcome.paced = paced
                     outcomes[i] = outcome
                     if sum(map(len, outcome.chunk_texts)) > OFFLOAD_CHARS:
                         await loop.run_in_executor(worker, on_outcome, outcome, capture)

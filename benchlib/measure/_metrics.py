@@ -20,9 +20,11 @@ both tools' files compares like with like:
 Where the reference would print 0 for an empty set (``np.mean(x or 0)``), we write ``null``:
 no number is better than a made-up one.
 
-Ours, named apart: ``*_ttft_text_ms`` (first generated text; a role-only chunk does not
-count), ``*_tpot_text_ms``, ``*_itl_text_only_ms`` (gaps between text events that were
-measured: two events of one read are counted in ``timing.coalesced_gaps`` instead),
+Ours, named apart: ``*_ttft_from_schedule_ms`` (due instant → first text, with a paced
+load: the client's queueing and late releases included), ``*_ttft_text_ms`` (first
+generated text; a role-only chunk does not count), ``*_tpot_text_ms``,
+``*_itl_text_only_ms`` (gaps between text events that were measured: two events of one
+read are counted in ``timing.coalesced_gaps`` instead),
 ``*_itl_per_token_ms``, ``peak_output_tokens_per_s`` (tokens), ``peak_concurrent_requests``
 (true overlap), ``total_input_tokens_server`` / ``_dataset``, ``duration_first_send_ms``,
 ``mean_tokens_per_chunk``, ``buffered_streams`` and the ``timing`` self-check
@@ -219,6 +221,9 @@ def summarize(outcomes: Sequence[RequestOutcome], token_counts: Sequence[Sequenc
                                  [((o.latency_ns or 0) + o.queue_ns) / _MS for o in ok],
                                  percentiles))
     # ours, named apart
+    scheduled = [t / _MS for o in ok if (t := o.ttft_from_schedule_ns) is not None]
+    if scheduled:
+        result.update(_stats("ttft_from_schedule", scheduled, percentiles))
     result.update(_stats("ttft_text", [o.ttft_text_ns / _MS for o in ok
                                        if o.ttft_text_ns is not None], percentiles))
     result.update(_stats("tpot_text", tpots_text, percentiles))

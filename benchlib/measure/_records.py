@@ -108,6 +108,19 @@ class RequestRecord(BaseModel):
     generated_text: str = Field(description="the generated content (vLLM's generated_texts)")
     reasoning_text: str = Field(description="reasoning text (reasoning_content / reasoning)")
     tool_call_text: str = Field(description="tool-call names and arguments, as streamed")
+    release_lag_ms: float | None = Field(
+        None, description="due → release: how late the client released the request against "
+                          "its seeded schedule (null, left out of the line: not paced)")
+    ttft_from_schedule_ms: float | None = Field(
+        None, description="the instant the schedule had the request due → first event "
+                          "carrying generated text: ttft_ms + release_lag_ms + queue_ms "
+                          "(null: an unpaced load, all released at once, or no text)")
+    session: int | None = Field(
+        None, description="the conversations dataset: the session this turn belongs to "
+                          "(0-based; left out of the line otherwise)")
+    turn: int | None = Field(
+        None, description="the conversations dataset: the turn's position in its session "
+                          "(0-based; its prompt holds every earlier turn and reply)")
     server_timings: dict[str, float] | None = Field(
         None, description="the server's own account of this request, where it sends one: the "
                           "last `timings` object of the stream (llama.cpp: prompt_n, "
@@ -142,15 +155,22 @@ class RequestRecord(BaseModel):
             output_tokens_source=o.output_tokens_source, finish_reason=o.finish_reason,
             clock=o.clock, clock_stepped=o.clock_stepped, generated_text=o.text,
             reasoning_text=o.reasoning, tool_call_text=o.tool_text,
-            server_timings=o.server_timings, text_free=o.text_free)
+            server_timings=o.server_timings, text_free=o.text_free,
+            release_lag_ms=_ms(o.release_lag_ns) if o.paced else None,
+            ttft_from_schedule_ms=_ms(o.ttft_from_schedule_ns), session=o.session,
+            turn=o.turn)
 
     def to_json(self) -> dict[str, Any]:
         """The record as its JSON line's object: exactly its keys, in field order;
-        ``server_timings`` only where the server sent some, ``text_free`` only where true
-        (other lines keep their bytes)."""
+        ``server_timings`` only where the server sent some (other engines' lines keep their
+        bytes); ``release_lag_ms`` and ``ttft_from_schedule_ms`` likewise only where known
+        (a paced load), ``session`` and ``turn`` (a conversation's turn); ``text_free`` only
+        where true."""
         out = self.model_dump()
-        if out["server_timings"] is None:
-            del out["server_timings"]
+        for key in ("release_lag_ms", "ttft_from_schedule_ms", "session", "turn",
+                    "server_timings"):
+            if out[key] is None:
+                del out[key]
         if not out["text_free"]:
             del out["text_free"]
         return out

@@ -13,6 +13,7 @@ __all__ = ["format_result"]
 _SECTIONS = (
     ("ttft", "Time to First Token", "TTFT"),
     ("ttft_text", "Time to First Text (benchlib)", "TTFT text"),
+    ("ttft_from_schedule", "TTFT from the Schedule (benchlib)", "TTFT sched"),
     ("tpot", "Time per Output Token (excl. 1st token)", "TPOT"),
     ("itl", "Inter-token Latency", "ITL"),
     ("itl_text_only", "ITL between text reads (benchlib)", "ITL text"),
@@ -30,6 +31,37 @@ def _row(label: str, value: Any) -> str:
     if isinstance(value, float):
         return f"{label:<40} {value:<10.2f}"
     return f"{label:<40} {value!s:<10}"
+
+
+def _interval_lines(block: Mapping[str, Any]) -> list[str]:
+    """Each headline figure with its 95 % interval, and where the interval comes from."""
+    lines = ["{s:{c}^{n}}".format(s="95 % intervals (benchlib)", n=50, c="-")]
+    lines.append(_row("Interval from:", f"{block['repeats']} repeats (above: the first)"
+                      if block["source"] == "repeats" else "requests of one run"))
+    for figure, iv in (block.get("figures") or {}).items():
+        if iv.get("value") is None:
+            text = iv.get("note") or "n/a"
+        elif iv.get("low") is None:
+            text = f"{iv['value']:.2f} (no interval)"
+        else:
+            text = f"{iv['value']:.2f} [{iv['low']:.2f}, {iv['high']:.2f}]"
+        lines.append(_row(f"{figure}:", text))
+    return lines
+
+
+def _conversation_lines(block: Mapping[str, Any]) -> list[str]:
+    """Per turn: median TTFT to text, prompt tokens and the server's cache hits."""
+    lines = ["{s:{c}^{n}}".format(s="Conversations (benchlib)", n=50, c="-")]
+    lines.append(_row("Sessions:", block["sessions"]))
+    for t in block.get("per_turn") or []:
+        hit = t.get("prefix_cache_hit_rate")
+        ttft = t.get("median_ttft_text_ms")
+        lines.append(_row(f"Turn {t['turn']} median TTFT text (ms):",
+                          f"{ttft:.2f}" if ttft is not None else "n/a")
+                     + (f" cache hits {hit:.0%}" if hit is not None else ""))
+    if block.get("prefix_cache_hit_rate") is not None:
+        lines.append(_row("Prefix cache hit rate:", f"{block['prefix_cache_hit_rate']:.1%}"))
+    return lines
 
 
 def _timing_lines(timing: Mapping[str, Any]) -> list[str]:
@@ -162,6 +194,10 @@ def format_result(result: MeasureResult | Mapping[str, Any], percentiles: Sequen
         for p in percentiles:
             label = percentile_key(p).upper()
             lines.append(_row(f"{label} {short} (ms):", result[f"{percentile_key(p)}_{key}_ms"]))
+    if result.get("intervals"):
+        lines.extend(_interval_lines(result["intervals"]))
+    if result.get("conversations"):
+        lines.extend(_conversation_lines(result["conversations"]))
     if result.get("timing"):
         lines.extend(_timing_lines(result["timing"]))
     if result.get("workers"):

@@ -134,9 +134,15 @@ class RequestOutcome:
     #: after this (a start that reached a worker late, a busy event loop) shifts the arrival
     #: pattern the server saw
     due_ns: int | None = None
+    #: whether the load was paced (a finite request rate, a trace's timestamps): only then
+    #: is ``due_ns`` an instant a user asked for, and TTFT from the schedule meaningful
+    paced: bool = False
     #: the last ``timings`` object the server put in an event (llama.cpp's ``prompt_n``,
     #: ``predicted_n``, ``draft_n``, ``draft_n_accepted`` …): its own count of the work
     server_timings: dict[str, float] | None = None
+    #: a conversation's turn: its session (0-based) and position in it (None: not one)
+    session: int | None = None
+    turn: int | None = None
 
     @property
     def generated(self) -> str:
@@ -149,6 +155,16 @@ class RequestOutcome:
         if self.release_ns is None or self.due_ns is None:
             return None
         return max(0, self.release_ns - self.due_ns)
+
+    @property
+    def ttft_from_schedule_ns(self) -> int | None:
+        """TTFT counted from the instant the schedule had the request due, not from its
+        send: benchlib's TTFT (to the first text) plus the release lag plus the client
+        queue (GuideLLM's scheduled-time view). ``None`` unless the load was paced and the
+        request saw text."""
+        if not self.paced or self.due_ns is None or self.ttft_text_ns is None:
+            return None
+        return self.ttft_text_ns + (self.start_ns - self.due_ns)
 
     @property
     def queue_ns(self) -> int:

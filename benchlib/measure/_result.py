@@ -23,7 +23,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from benchlib.measure._config import MeasureConfig
+from benchlib.measure._conversations import ConversationSummary
 from benchlib.measure._datasets import DatasetKind
+from benchlib.measure._intervals import Intervals
 from benchlib.measure._records import requests_path
 from benchlib.measure._request import EndpointKind
 from benchlib.measure._sampling import SentKeys
@@ -31,8 +33,8 @@ from benchlib.measure._seeds import warmup_seed
 from benchlib.measure._split import WorkersInfo
 from benchlib.measure._timing import Timing
 
-__all__ = ["METRICS", "MeasureResult", "RunMetrics", "RunSettings", "TokenSources",
-           "percentile_key"]
+__all__ = ["METRICS", "MeasureResult", "RepeatSummary", "RunMetrics", "RunSettings",
+           "TokenSources", "percentile_key"]
 
 #: every metric with statistics, and what it measures (the statistics' descriptions)
 METRICS: dict[str, str] = {
@@ -47,6 +49,10 @@ METRICS: dict[str, str] = {
                          "a connection (only with max_concurrency)",
     "e2el_including_client_queue": "E2EL plus client queueing (only with max_concurrency and a "
                                    "finite request_rate)",
+    "ttft_from_schedule": "benchlib's TTFT counted from the instant the schedule had the "
+                          "request due (not its send): the first text's arrival minus the "
+                          "due time, so client queueing and a late release are included "
+                          "(only with a paced load: a finite request_rate or a trace)",
     "ttft_text": "benchlib's TTFT: send → first event carrying generated text (content, "
                  "reasoning or tool-call text)",
     "tpot_text": "benchlib's TPOT: (E2EL − TTFT to text) / (N − 1)",
@@ -130,6 +136,13 @@ class RunMetrics(BaseModel):
         None, description=_stat("median", "e2el_including_client_queue"))
     std_e2el_including_client_queue_ms: float | None = Field(
         None, description=_stat("std", "e2el_including_client_queue"))
+    # present only with a paced load (a finite request_rate, a trace)
+    mean_ttft_from_schedule_ms: float | None = Field(
+        None, description=_stat("mean", "ttft_from_schedule"))
+    median_ttft_from_schedule_ms: float | None = Field(
+        None, description=_stat("median", "ttft_from_schedule"))
+    std_ttft_from_schedule_ms: float | None = Field(
+        None, description=_stat("std", "ttft_from_schedule"))
     mean_ttft_text_ms: float | None = Field(description=_stat("mean", "ttft_text"))
     median_ttft_text_ms: float | None = Field(description=_stat("median", "ttft_text"))
     std_ttft_text_ms: float | None = Field(description=_stat("std", "ttft_text"))
@@ -252,8 +265,39 @@ def warmup_description(cfg: MeasureConfig) -> str:
     return "distinct: the file's prompts after the measured ones"
 
 
-#: the result's last keys, after the metrics (``workers`` only when the load was split)
-_TAIL = ("clock", "benchlib", "workers")
+class RepeatSummary(BaseModel):
+    """One repeat of a measurement: its seed, its files and its headline figures (the whole
+    result is in its own JSON)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    repeat: int = Field(description="0-based; repeat 0's figures are the result's own keys")
+    seed: int = Field(description="seed of its prompts (benchlib.measure._seeds.repeat_seed)")
+    result_json: str | None = Field(description="its result JSON's name, beside this one "
+                                                "(null: not written)")
+    completed: int = Field(description="successful requests")
+    failed: int = Field(description="failed requests")
+    duration: float = Field(description="seconds, as the result's duration")
+    median_ttft_ms: float | None = Field(description="vLLM's median TTFT")
+    median_tpot_ms: float | None = Field(description="vLLM's median TPOT")
+    median_itl_ms: float | None = Field(description="vLLM's median ITL")
+    output_throughput: float | None = Field(description="output tokens per second")
+
+    @classmethod
+    def of(cls, r: int, result: MeasureResult) -> RepeatSummary:
+        json_name = result.benchlib.requests_jsonl
+        return cls(repeat=r, seed=result.benchlib.seed,
+                   result_json=(json_name.removesuffix(".requests.jsonl") + ".json"
+                                if json_name else None),
+                   completed=result.completed, failed=result.failed, duration=result.duration,
+                   median_ttft_ms=result.median_ttft_ms, median_tpot_ms=result.median_tpot_ms,
+                   median_itl_ms=result.median_itl_ms,
+                   output_throughput=result.output_throughput)
+
+
+#: the result's last keys, after the metrics (``workers`` only when the load was split;
+#: ``repeats`` and ``intervals`` only in a measurement's first repeat's file)
+_TAIL = ("clock", "benchlib", "workers", "repeats", "intervals", "conversations")
 #: ``inf`` as the reference writes an unlimited rate or burstiness
 Unlimited = float | Literal["inf"]
 
@@ -277,6 +321,15 @@ class MeasureResult(RunMetrics):
     workers: WorkersInfo | None = Field(
         None, description="how the load was split among client processes or hosts, and each "
                           "worker's own timing self-check (absent: one process sent it)")
+    repeats: list[RepeatSummary] | None = Field(
+        None, description="every repeat of the measurement, this one first (its keys above "
+                          "are repeat 0's alone)")
+    conversations: ConversationSummary | None = Field(
+        None, description="the conversations dataset: per-turn TTFT and the prefix cache's "
+                          "hit rate (benchlib.measure._conversations)")
+    intervals: Intervals | None = Field(
+        None, description="the headline figures over every repeat's requests, each with its "
+                          "bootstrap 95 % interval (benchlib.measure._intervals)")
 
     @classmethod
     def assemble(cls, cfg: MeasureConfig, metrics: RunMetrics, date: str,

@@ -17,6 +17,7 @@ import math
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import IO, Any
 
 from tqdm import tqdm
@@ -24,22 +25,27 @@ from tqdm import tqdm
 from benchlib._exceptions import UsageError
 from benchlib._secrets import scrub_text
 from benchlib.measure._config import MeasureConfig
-from benchlib.measure._datasets import file_prompts, random_prompts
+from benchlib.measure._conversations import read_sessions, summarize_conversations
+from benchlib.measure._converse import converse
+from benchlib.measure._datasets import _count, file_prompts, random_prompts
 from benchlib.measure._distribute import load_in_workers
+from benchlib.measure._intervals import Repeat, intervals_of
 from benchlib.measure._loadgen import LoadPlan, run_coroutine, run_load
 from benchlib.measure._metrics import summarize
 from benchlib.measure._pool import check_tls
 from benchlib.measure._records import RecordLog, RequestRecord, requests_path
 from benchlib.measure._request import Prompt, RequestOutcome, build_body
-from benchlib.measure._result import MeasureResult
+from benchlib.measure._result import MeasureResult, RepeatSummary
 from benchlib.measure._sampling import sent_keys
-from benchlib.measure._seeds import warmup_seed
+from benchlib.measure._seeds import bootstrap_seed, repeat_seed, warmup_seed
 from benchlib.measure._sglang_random import sglang_random_prompts
 from benchlib.measure._split import WorkersInfo, plan_workers
 from benchlib.measure._text_prompts import text_prompts
 from benchlib.measure._tokens import NO_TOKEN_COUNT, load_tokenizer, outcome_finisher
+from benchlib.measure._trace import read_trace, trace_offsets, trace_prompts
 
-__all__ = ["NO_TOKEN_COUNT", "build_requests", "load_tokenizer", "measure", "run_coroutine"]
+__all__ = ["NO_TOKEN_COUNT", "build_requests", "load_tokenizer", "measure", "measure_once",
+           "repeat_path", "run_coroutine"]
 
 def prompts_digest(prompts: list[Prompt]) -> str:
     """SHA-256 over the prompts in order (text, or chat messages as canonical JSON)."""
@@ -64,11 +70,25 @@ def build_requests(cfg: MeasureConfig, tokenizer: Any | None) -> tuple[list[Prom
                                                                        list[bytes]]:
     """The prompts ``cfg`` describes (its dataset, lengths and seed) and their request
     bodies, in the order they are sent."""
+    skip = cfg.dataset_skip if cfg.dataset in ("file", "conversations") else 0
     if cfg.dataset == "random":
         prompts = random_prompts(tokenizer, num_prompts=cfg.num_prompts, input_len=cfg.input_len,
                                  output_len=cfg.output_len or 1,
                                  range_ratio=cfg.random_range_ratio,
                                  range_mode=cfg.range_ratio_mode, seed=cfg.seed)
+    elif cfg.dataset == "trace":
+        assert cfg.dataset_path is not None
+        prompts = trace_prompts(tokenizer, read_trace(cfg.dataset_path, cfg.num_prompts),
+                                seed=cfg.seed)
+    elif cfg.dataset == "conversations":
+        assert cfg.dataset_path is not None
+        if cfg.endpoint != "chat":
+            raise UsageError("--endpoint", "the conversations dataset sends chat messages: "
+                             "use --endpoint chat")
+        prompts = [Prompt([{"role": "user", "content": t} for t in s.turns],
+                          _count(tokenizer, [{"role": "user", "content": s.turns[0]}]),
+                          cfg.output_len)
+                   for s in read_sessions(cfg.dataset_path, skip + cfg.num_prompts)[skip:]]
     elif cfg.dataset == "text":
         prompts = text_prompts(tokenizer, num_prompts=cfg.num_prompts, input_len=cfg.input_len,
                                output_len=cfg.output_len or 1,
@@ -83,8 +103,13 @@ def build_requests(cfg: MeasureConfig, tokenizer: Any | None) -> tuple[list[Prom
                                         range_ratio=cfg.random_range_ratio, seed=cfg.seed)
     else:
         assert cfg.dataset_path is not None
-        prompts = file_prompts(cfg.dataset_path, tokenizer, num_prompts=cfg.num_prompts,
-                               output_len=cfg.output_len)
+        prompts = file_prompts(cfg.dataset_path, tokenizer,
+                               num_prompts=skip + cfg.num_prompts,
+                               output_len=cfg.output_len)[skip:]
+    if skip and len(prompts) < cfg.num_prompts:  # a dealt file ran out (trace: its length)
+        raise UsageError("--repeats", f"{cfg.dataset_path} runs out after {skip} lines: "
+                         f"each repeat needs {cfg.num_prompts} prompts (and the warmups) no "
+                         "earlier repeat sent; add lines or lower repeats or num_prompts")
     bodies = [build_body(p, cfg.endpoint, cfg.model, ignore_eos=cfg.ignore_eos,
                          sampling=cfg.sampling) for p in prompts]
     return prompts, bodies
@@ -101,12 +126,24 @@ def warmup_bodies(cfg: MeasureConfig, tokenizer: Any | None, bodies: list[bytes]
         return []
     if cfg.warmups_like_vllm:
         return [bodies[0]] * n
+    if cfg.dataset == "conversations":  # first turns of the sessions after the measured
+        assert cfg.dataset_path is not None
+        first = cfg.dataset_skip + len(bodies)
+        later = read_sessions(cfg.dataset_path, first + n)[first:]
+        if len(later) < n:
+            raise UsageError("--num-warmups", f"{cfg.dataset_path} holds "
+                             f"{len(bodies) + len(later)} sessions: {len(bodies)} measured "
+                             f"and {n} warmups need more (a warmup never repeats a measured "
+                             "session's prompt). Add sessions or lower num_warmups")
+        return [build_body(Prompt(s.turns[0], 0, cfg.output_len), "chat", cfg.model,
+                           ignore_eos=cfg.ignore_eos, sampling=cfg.sampling) for s in later]
     if cfg.dataset != "file":  # drawn: the same distribution from the warmups' own seed
         own = cfg.model_copy(update={"num_prompts": n, "seed": warmup_seed(cfg.seed)})
         return build_requests(own, tokenizer)[1]
     assert cfg.dataset_path is not None
-    more = file_prompts(cfg.dataset_path, tokenizer, num_prompts=len(bodies) + n,
-                        output_len=cfg.output_len)[len(bodies):]
+    more = file_prompts(cfg.dataset_path, tokenizer,
+                        num_prompts=cfg.dataset_skip + len(bodies) + n,
+                        output_len=cfg.output_len)[cfg.dataset_skip + len(bodies):]
     if len(more) < n:
         raise UsageError("--num-warmups", f"{cfg.dataset_path} holds {len(bodies) + len(more)} "
                          f"prompts: {len(bodies)} measured and {n} warmups need "
@@ -117,14 +154,74 @@ def warmup_bodies(cfg: MeasureConfig, tokenizer: Any | None, bodies: list[bytes]
                        sampling=cfg.sampling) for p in more[:n]]
 
 
+def repeat_path(result_json: Path, r: int) -> Path:
+    """Where repeat ``r`` (0-based) of a measurement writes: the result JSON itself for the
+    first, ``<stem>.r{r}.json`` beside it for the others."""
+    return result_json if r == 0 else result_json.with_name(f"{result_json.stem}.r{r}.json")
+
+
 def measure(cfg: MeasureConfig, api_key: str | None = None,
             out: IO[str] | None = None,
             on_warmed: Callable[[], None] | None = None,
             headers: Sequence[tuple[str, str]] = ()) -> MeasureResult:
-    """Run the measurement ``cfg`` describes and return its result (also written to
+    """Run the measurement ``cfg`` describes ``cfg.repeats`` times and return the first
+    repeat's result (also written to ``cfg.result_json``, as :meth:`MeasureResult.to_json`,
+    with the ``.requests.jsonl`` beside it, when set), with ``repeats`` (each repeat's
+    headline figures and files: :func:`repeat_path`) and ``intervals`` (bootstrap 95 %
+    intervals over every repeat's requests: :mod:`benchlib.measure._intervals`) added. The
+    keys named like ``vllm bench serve``'s are the first repeat's, which is seeded
+    ``cfg.seed`` as ``vllm bench serve --seed`` would be; repeat r ≥ 1 draws fresh prompts
+    from :func:`~benchlib.measure._seeds.repeat_seed`, without warmups (the engine is warm).
+    ``on_warmed`` is called once, before the first repeat's timed load (a server-metrics
+    sampler takes its baseline there, so its counters cover every repeat).
+    Arguments as :func:`measure_once`.
+    """
+    results: list[MeasureResult] = []
+    repeats: list[Repeat] = []
+    # the engine is warm after the first repeat: later ones send no warmups (so the server's
+    # counters over the whole measurement hold the measured requests and the first warmups
+    # only). A file's or a conversation set's lines do not change with the seed: each repeat
+    # takes the lines after the earlier repeats' (and the first one's warmups)
+    warm = 0 if cfg.warmups_like_vllm else cfg.num_warmups
+    dealt = cfg.dataset in ("file", "conversations")
+    for r in range(cfg.repeats):
+        skip = r * cfg.num_prompts + (warm if r else 0) if dealt else 0
+        own = cfg.model_copy(update={
+            "repeats": 1, "seed": repeat_seed(cfg.seed, r), "dataset_skip": cfg.dataset_skip + skip,
+            "num_warmups": cfg.num_warmups if r == 0 else 0,
+            "result_json": None if cfg.result_json is None else repeat_path(cfg.result_json, r)})
+        result, records = measure_once(own, api_key, out, on_warmed if r == 0 else None,
+                                       headers)
+        results.append(result)
+        repeats.append(Repeat.of(records, result.output_throughput))
+    intervals = intervals_of(repeats, bootstrap_seed(cfg.seed))
+    first = results[0].model_copy(update={
+        "intervals": intervals,
+        "repeats": [RepeatSummary.of(r, res) for r, res in enumerate(results)]})
+    if cfg.result_json is not None:
+        write_result(cfg.result_json, first, [v for v in (api_key, *(value for _, value in
+                                                                    headers)) if v])
+    return first
+
+
+def write_result(path: Path, result: MeasureResult, secrets: Sequence[str]) -> None:
+    """The result JSON, atomically, secrets scrubbed."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    text = json.dumps(result.to_json(), indent=2, allow_nan=False, default=str) + "\n"
+    tmp.write_text(scrub_text(text, secrets), encoding="utf-8")
+    tmp.replace(path)
+
+
+def measure_once(cfg: MeasureConfig, api_key: str | None = None,
+                 out: IO[str] | None = None,
+                 on_warmed: Callable[[], None] | None = None,
+                 headers: Sequence[tuple[str, str]] = ()
+                 ) -> tuple[MeasureResult, list[RequestRecord]]:
+    """Run the measurement ``cfg`` describes once and return its result (also written to
     ``cfg.result_json``, as :meth:`MeasureResult.to_json`, with the ``.requests.jsonl``
-    beside it, when set). ``on_warmed`` is called once the warmups are done, right before
-    the timed load (a server-metrics sampler takes its baseline there).
+    beside it, when set) and its requests' records. ``on_warmed`` is called once the
+    warmups are done, right before the timed load (a server-metrics sampler takes its
+    baseline there).
 
     ``headers``: ``(name, value)`` pairs every request carries (a hosted API's key, a
     proxy's token), replacing benchlib's own of the same name. Their values, like
@@ -138,6 +235,14 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
                     num_warmups=cfg.num_warmups, request_timeout=cfg.request_timeout,
                     seed=cfg.seed, api_key=api_key, headers=tuple(headers),
                     ca_bundle=cfg.ca_bundle, insecure=cfg.insecure)
+    if cfg.dataset == "trace":
+        if not math.isinf(cfg.request_rate):
+            raise UsageError("--request-rate", "the trace dataset releases each request at "
+                             "its own timestamp: leave the rate unset (scale the trace's "
+                             "times with --trace-time-scale)")
+        assert cfg.dataset_path is not None
+        plan = dataclasses.replace(plan, offsets=tuple(trace_offsets(
+            read_trace(cfg.dataset_path, cfg.num_prompts), cfg.trace_time_scale)))
     tokenizer = load_tokenizer(cfg.tokenizer) if cfg.tokenizer is not None else None
     prompts, bodies = build_requests(cfg, tokenizer)
     run_coroutine(check_tls(plan.endpoint(), plan.connect_timeout))
@@ -157,6 +262,7 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
     bar = tqdm(total=len(bodies), desc="requests", unit="req", disable=cfg.disable_tqdm,
                file=sys.stderr, mininterval=0.5)
     first_ns: list[int] = []
+    records: list[RequestRecord] = []
     lock = threading.Lock()
 
     def sink(worker: int, o: RequestOutcome, chunk_counts: list[float]) -> None:
@@ -164,8 +270,9 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
             counts[o.index] = chunk_counts
             if not first_ns:
                 first_ns.append(o.start_ns)
+            records.append(RequestRecord.from_outcome(o, chunk_counts, first_ns[0]))
             if log is not None:
-                log.write(RequestRecord.from_outcome(o, chunk_counts, first_ns[0]))
+                log.write(records[-1])
             bar.update(1)
 
     date = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
@@ -173,7 +280,10 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
     info: WorkersInfo | None = None
     finish = outcome_finisher(tokenizer)
     try:
-        if split.count == 1 and split.backend == "processes":
+        if cfg.dataset == "conversations":
+            outcomes, duration_ns = converse(cfg, plan, tokenizer, warmups,
+                                             lambda o, _: sink(0, o, finish(o)), on_warmed)
+        elif split.count == 1 and split.backend == "processes":
             outcomes, duration_ns = run_coroutine(run_load(
                 bodies, [p.prompt_len for p in prompts], plan, warmups,
                 lambda o, _: sink(0, o, finish(o)), on_warmed))
@@ -191,9 +301,9 @@ def measure(cfg: MeasureConfig, api_key: str | None = None,
                         request_rate=cfg.request_rate)
     result = MeasureResult.assemble(cfg, metrics, date, prompts_digest(prompts), info,
                                     sent_keys(bodies, cfg.sampling))
+    if cfg.dataset == "conversations":
+        result = result.model_copy(update={"conversations": summarize_conversations(
+            outcomes, len(prompts), cfg.conversation_think_s)})
     if cfg.result_json is not None:
-        tmp = cfg.result_json.with_suffix(cfg.result_json.suffix + ".tmp")
-        text = json.dumps(result.to_json(), indent=2, allow_nan=False, default=str) + "\n"
-        tmp.write_text(scrub_text(text, secrets), encoding="utf-8")
-        tmp.replace(cfg.result_json)
-    return result
+        write_result(cfg.result_json, result, secrets)
+    return result, records

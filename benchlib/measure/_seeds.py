@@ -18,6 +18,7 @@ repeat r ≥ 1 of a measurement                          ``derive(measured, "rep
 the warmups before a measurement                       ``derive(measured, "warmups")``
 the SDK view after a measurement                       ``derive(measured, "sdk")``
 02_launch's fair-A/B probe of a scenario               ``derive(seed, "probe")``
+the bootstrap resampling of a measurement's intervals  ``derive(measured, "bootstrap")``
 =====================================================  ====================================
 
 ``measured`` is the seed of that measurement's own prompts. Every result records the seed its
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = ["SEED_LIMIT", "concurrency_seed", "derive", "probe_seed", "ramp_seed",
+__all__ = ["SEED_LIMIT", "bootstrap_seed", "concurrency_seed", "derive", "probe_seed", "ramp_seed",
            "repeat_seed", "sdk_seed", "warmup_seed"]
 
 #: seeds are below 2**31: what numpy and vllm bench serve's --seed take everywhere
@@ -79,3 +80,9 @@ def probe_seed(seed: int) -> int:
 def sdk_seed(measured: int) -> int:
     """The seed of the SDK view after a measurement seeded ``measured``."""
     return derive(measured, "sdk")
+
+
+def bootstrap_seed(measured: int) -> int:
+    """The seed of the bootstrap resampling behind the intervals of a measurement seeded
+    ``measured`` (its first repeat's seed): the same records give the same intervals."""
+    return derive(measured, "bootstrap")

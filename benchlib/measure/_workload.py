@@ -77,11 +77,24 @@ class Workload(BaseModel):
                               "length draw, numpy-seeded like SGLang's --seed; the corpus's "
                               "passages shuffled, each encoded, cut or repeated to the drawn "
                               "length and decoded), the corpus in place of ShareGPT; needs "
-                              "range_ratio_mode sglang; file: prompts read from dataset_path")
+                              "range_ratio_mode sglang; file: prompts read from dataset_path; "
+                              "trace: a request trace in Mooncake's JSONL format replayed at "
+                              "its own times (benchlib.measure._trace); conversations: "
+                              "multi-turn chat sessions from dataset_path, each turn sent with "
+                              "its history (benchlib.measure._conversations)")
     dataset_path: Path | None = Field(
         None, validate_default=True,
         description='the file dataset: JSONL, one {"prompt": …} or {"messages": […]} per '
-                    'line, each with an optional "output_len"')
+                    'line, each with an optional "output_len"; the trace dataset: JSONL, '
+                    'one {"timestamp": ms, "input_length": …, "output_length": …, '
+                    '"hash_ids": […]} per line (Mooncake\'s format); the conversations '
+                    'dataset: JSONL, one {"id": …, "turns": [user message, …]} per line')
+    conversation_think_s: float = Field(
+        0.5, ge=0, description="the conversations dataset: seconds a session waits after a "
+                               "reply before its next turn (the user reading and typing)")
+    trace_time_scale: float = Field(
+        1.0, gt=0, description="the trace dataset: multiplies the trace's times (0.5 replays "
+                               "it twice as fast, 2 half as fast)")
     input_len: int = Field(
         1024, ge=1, description="prompt tokens the server receives per request (random and "
                                 "text datasets; the centre of the drawn range)")
@@ -102,6 +115,12 @@ class Workload(BaseModel):
         1.0, gt=0, description="gamma shape of the gaps between releases: 1 Poisson, < 1 "
                                "burstier, > 1 more even, inf fixed gaps (as vllm bench serve)")
     num_warmups: Warmups = 0
+    repeats: int = Field(
+        1, ge=1, description="times the measurement runs, each on fresh prompts of the same "
+                             "distribution (repeat r ≥ 1 seeded derive(seed, 'repeat', r), "
+                             "benchlib.measure._seeds): its headline figures get bootstrap "
+                             "95 % intervals over the repeats; with 1 the intervals come "
+                             "from the requests of the one run and say so")
     warmups_like_vllm: bool = Field(
         False, description="send the first measured prompt as every warmup, as vllm bench "
                            "serve does (like-for-like comparisons with it); an engine with a "
@@ -145,8 +164,8 @@ class Workload(BaseModel):
     @field_validator("dataset_path")
     @classmethod
     def _file_needs_path(cls, value: Path | None, info: ValidationInfo) -> Path | None:
-        if value is None and info.data.get("dataset") == "file":
-            raise ValueError("required for the file dataset")
+        if value is None and info.data.get("dataset") in ("file", "trace", "conversations"):
+            raise ValueError(f"required for the {info.data['dataset']} dataset")
         return value
 
     @field_validator("output_len")

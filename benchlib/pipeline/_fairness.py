@@ -60,7 +60,10 @@ def probe_engine(recipe: Recipe, base_url: str, *, tokenizer: Path | None,
     for s in recipe.scenarios:
         if any(p.endpoint == s.endpoint for p in probes):
             continue
-        short = s.model_copy(update={"output_len": PROBE_TOKENS})
+        # one request of PROBE_TOKENS: a trace's line or a conversation's turns would set
+        # their own lengths and counts, so those probe with the text dataset's prompt
+        plain = {"dataset": "text"} if s.dataset in ("trace", "conversations") else {}
+        short = s.model_copy(update={"output_len": PROBE_TOKENS, "repeats": 1, **plain})
         cfg = short.measure_config(base_url=base_url, model=recipe.model.served_model_name,
                                    tokenizer=tokenizer, result_json=None, max_concurrency=1,
                                    num_prompts=1, input_len=min(s.input_len, 256),

@@ -9,7 +9,10 @@ the decode floor, joules per output token beside it, peak KV use against the pla
 expectation); energy (every measurement's joules, watts and idle draw, and the power over
 time); the figures (Pareto view,
 TTFT and TPOT spread per concurrency, and the SLO searches' curves with their knees when the
-run folder keeps any); speculative acceptance; published references; caveats
+run folder keeps any); speculative acceptance (each speedup with its 95 % interval); the
+headline figures with their intervals, each variant's over the baseline's with a verdict,
+TTFT from the schedule where it differs and a conversations run's per-turn view (each only
+when the run has one: :mod:`benchlib.report._intervals`); published references; caveats
 and every provenance difference; and an appendix of the names a write-up can cite.
 """
 
@@ -25,6 +28,7 @@ from markdown_it import MarkdownIt
 from benchlib.recipe import Assumption
 from benchlib.report._energy import ENERGY_COLUMNS, energy_rows
 from benchlib.report._figures import measurements, pareto_png, spread_png, sweep_png, sweeps_of
+from benchlib.report._intervals import interval_sections
 from benchlib.report._writeup import fmt_number
 
 __all__ = ["FIGURES", "render_html"]
@@ -303,7 +307,8 @@ def render_html(ctx: Mapping[str, Any], writeup_md: str,
         _table(spec_rows, ["variant", "scenario", "concurrency", "speculative",
                            "mean_tokens_per_chunk", "server_acceptance_rate",
                            "server_mean_acceptance_length", "spec_reconciled", "speedup",
-                           "speedup_over"]),
+                           "speedup_over", "speedup_low", "speedup_high", "speedup_verdict"]),
+        interval_sections(ctx),
         "<h2 id='references'>Published references</h2>",
         _table(refs, ["reference", "variant", "scenario", "concurrency", "metric",
                       "unit", "published", "measured", "measured_over_published", "engine",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from typing import Literal, get_args
 
@@ -92,6 +93,16 @@ class ScriptConfig(BaseModel):
     model: str = "scripted"
     ttft_ms: float = Field(20.0, ge=0, description="request arrival → first content chunk")
     itl_ms: float = Field(5.0, ge=0, description="gap between content chunks")
+    jitter: float = Field(
+        0.0, ge=0, le=2, description="spread: each request's TTFT and each gap between its "
+                                     "chunks is scaled by a log-normal factor, median 1 and "
+                                     "sigma = jitter in log space (0.3: 90 % within ×0.61–×1.64, "
+                                     "a long right tail), as a real engine's times vary (0: "
+                                     "exact knobs)")
+    jitter_seed: int = Field(
+        0, description="seeds the jitter factors with the request's count (1, 2, …): two "
+                       "servers with the same settings draw the same factors for their n-th "
+                       "requests (an A/A pair)")
     tokens_per_chunk: int = Field(1, ge=1, description="tokens carried by each content chunk")
     output_tokens: int | None = Field(
         None, ge=1, description="tokens per answer; default: the request's max_tokens"
@@ -120,6 +131,10 @@ class ScriptConfig(BaseModel):
                                 "served, and its schedule (ttft, then itl) starts when a slot "
                                 "frees, so TTFT jumps at a known concurrency (a saturation "
                                 "point the SLO search must find)")
+    prefix_cache: bool = Field(
+        False, description="report, per response, how much of the prompt an earlier prompt "
+                           "began with, as llama.cpp reports its cache (timings.cache_n and "
+                           "prompt_n in the last event); timings are not changed by it")
     crash_above_prompt_chars: int | None = Field(
         None, ge=1, description="exit the whole server (an engine crash, like seed 003's Xid "
                                 "on a long chat) when a prompt longer than this arrives")
@@ -128,6 +143,19 @@ class ScriptConfig(BaseModel):
         """Whether ``headers`` (h11's: names lower-cased) carry every required header."""
         given = {(n.decode("latin-1"), v.decode("latin-1")) for n, v in headers}
         return all((n.lower(), v) in given for n, v in self.required_headers)
+
+    def schedule_ms(self, n: int, chunks: int) -> list[float]:
+        """When the ``n``-th streamed request's content chunks are due, in ms after its
+        start: ``ttft + k × itl`` without jitter, each term scaled by its own factor with."""
+        if not self.jitter:
+            return [self.ttft_ms + k * self.itl_ms for k in range(chunks)]
+        rng = random.Random(f"{self.jitter_seed}/{n}")
+        out = []
+        t = self.ttft_ms * rng.lognormvariate(0.0, self.jitter)
+        for _ in range(chunks):
+            out.append(t)
+            t += self.itl_ms * rng.lognormvariate(0.0, self.jitter)
+        return out
 
     def fault_for(self, n: int) -> FaultKind | None:
         """The fault the ``n``-th streamed request (1-based) gets, if any."""

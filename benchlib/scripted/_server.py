@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import os
 import socket
@@ -55,34 +54,11 @@ import h11
 from benchlib.scripted._config import FaultKind, ScriptConfig
 from benchlib.scripted._peer import Hangup as _Hangup
 from benchlib.scripted._peer import Peer as _Peer
+from benchlib.scripted._prompts import PrefixCache, prompt_chars, prompt_digest
 
 __all__ = ["ScriptedServer"]
 
 _WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
-
-
-def _prompt_digest(payload: dict[str, Any]) -> str:
-    """SHA-256 of the request's prompt (a completions prompt, or the chat messages as
-    canonical JSON): which requests sent the same prompt, without writing any prompt down."""
-    prompt = payload.get("prompt", payload.get("messages"))
-    return hashlib.sha256(json.dumps(prompt, sort_keys=True, ensure_ascii=False)
-                          .encode()).hexdigest()
-
-
-def _prompt_chars(payload: dict[str, Any]) -> int:
-    """Characters of the prompt's text: a completions prompt, or the text of every chat
-    message (a string, or OpenAI content parts), however the client shaped the messages."""
-    prompt = payload.get("prompt")
-    if isinstance(prompt, str):
-        return len(prompt)
-    chars = 0
-    for m in payload.get("messages") or ():
-        content = m.get("content", "") if isinstance(m, dict) else ""
-        if isinstance(content, list):
-            chars += sum(len(str(p.get("text", ""))) for p in content if isinstance(p, dict))
-        else:
-            chars += len(str(content))
-    return chars
 
 
 def _token_text(i: int) -> str:
@@ -120,6 +96,7 @@ class ScriptedServer:
         self._truth_path = truth
         self._truth: IO[str] | None = None
         self._count = 0
+        self._cache = PrefixCache() if config.prefix_cache else None
         self._slots = asyncio.Semaphore(config.max_streams) if config.max_streams else None
 
     async def serve(self, host: str, port: int, on_ready: Callable[[int], None]) -> None:
@@ -261,12 +238,13 @@ class ScriptedServer:
                         arrival: int, header_names: list[str], start_ns: int = 0) -> None:
         cfg = self.config
         limit = cfg.crash_above_prompt_chars
-        if limit is not None and _prompt_chars(payload) > limit:
-            print(f"scripted crash: a prompt of {_prompt_chars(payload)} characters "
+        if limit is not None and prompt_chars(payload) > limit:
+            print(f"scripted crash: a prompt of {prompt_chars(payload)} characters "
                   f"(limit {limit})", file=sys.stderr, flush=True)
             os._exit(3)  # like an engine taken down by the GPU: no reply, sockets reset
         self._count += 1
-        fault = cfg.fault_for(self._count)
+        count = self._count  # this request's: others may arrive while it streams
+        fault = cfg.fault_for(count)
         rid = f"{'chatcmpl' if chat else 'cmpl'}-{self._count}"
         n = cfg.output_tokens or int(payload.get("max_tokens") or payload.get(
             "max_completion_tokens") or cfg.default_max_tokens)
@@ -277,7 +255,7 @@ class ScriptedServer:
                                "content_send_begin_ns": begins,
                                "completion_tokens": n, "tokens_per_chunk": k,
                                "kernel_clock": peer.kernel_clock, "headers": header_names,
-                               "prompt_sha256": _prompt_digest(payload),
+                               "prompt_sha256": prompt_digest(payload),
                                "body_keys": sorted(payload)}
         if fault is not None:
             row["fault"] = fault
@@ -315,10 +293,11 @@ class ScriptedServer:
             texts, a, b, chat, huge=fault == "huge-chunk" and j == cut - 1)]}).encode()
             for j, (a, b) in enumerate(chunks)]
         empty = json.dumps({**base, "choices": []}).encode()
+        schedule = cfg.schedule_ms(count, len(events))  # ttft, then the gaps (jittered)
         for j, event in enumerate(events):
             if j == cut and fault in _MID_STREAM and await self._mid_stream(peer, fault, row):
                 return
-            due = t0 + (cfg.ttft_ms + j * cfg.itl_ms) / 1e3
+            due = t0 + schedule[j] / 1e3
             delay = due - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -331,10 +310,11 @@ class ScriptedServer:
             return
         options = payload.get("stream_options") or {}
         if cfg.usage and isinstance(options, dict) and options.get("include_usage"):
-            prompt_tokens = _prompt_chars(payload) // 4 + 1  # never the dataset's count
+            prompt_tokens = prompt_chars(payload) // 4 + 1  # never the dataset's count
+            cache = {} if self._cache is None else {"timings": self._cache.timings(payload)}
             await self._event(peer, {**base, "choices": [], "usage": {
                 "prompt_tokens": prompt_tokens, "completion_tokens": n,
-                "total_tokens": prompt_tokens + n}})
+                "total_tokens": prompt_tokens + n}, **cache})
         if fault != "no-done":
             await peer.event(b"[DONE]")
         await peer.write(h11.EndOfMessage())

@@ -7,6 +7,7 @@ set against what the client saw (:func:`~benchlib.measure.spec_decode_report`)."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, cast
 
@@ -14,6 +15,7 @@ from benchlib.measure import (
     ClientStreams,
     MetricEngine,
     MetricsSampler,
+    RequestRecord,
     ServerMetrics,
     read_requests,
     requests_path,
@@ -48,6 +50,15 @@ def _peak(metrics: ServerMetrics, name: str) -> float | None:
     return None if stats is None else float(stats.peak)
 
 
+def _every_repeat(result_json: Path) -> list[RequestRecord]:
+    """The records of every repeat of a measurement: the server's counters span them all
+    (its baseline is taken once, before the first repeat's timed load)."""
+    data = json.loads(result_json.read_text(encoding="utf-8"))
+    names = [r.get("result_json") for r in data.get("repeats") or []][1:]
+    paths = [result_json, *(result_json.with_name(str(n)) for n in names if n)]
+    return [rec for p in paths for rec in read_requests(requests_path(p))]
+
+
 def server_side(recipe: Recipe, s: Scenario, result_json: Path, metrics: ServerMetrics,
                 concurrency: int) -> dict[str, Any]:
     """Write the whole record beside the result; return what the step's results keep."""
@@ -66,7 +77,7 @@ def server_side(recipe: Recipe, s: Scenario, result_json: Path, metrics: ServerM
         "generation_tokens": c.generation_tokens, "engine_steps": c.engine_steps}}
     if not recipe.engine.speculative.on:
         return out
-    records = read_requests(requests_path(result_json))
+    records = _every_repeat(result_json)
     report = spec_decode_report(
         metrics, ClientStreams.from_records(records, s.endpoint), max_concurrency=concurrency,
         server_timings=[r.server_timings for r in records])

@@ -25,7 +25,9 @@ TABLE_COLUMNS = ["scenario", "endpoint", "input_len", "output_len", "concurrency
                  "avg_power_w", "peak_power_w", "idle_power_w",
                  "buffered_streams", "text_free_requests", "exact_ttft_fraction",
                  "client_bound",
-                 "sdk_median_ttft_ms", "sdk_median_tpot_ms"]
+                 "sdk_median_ttft_ms", "sdk_median_tpot_ms",
+                 # a paced load: TTFT from the schedule's due time (client queueing included)
+                 "median_ttft_from_schedule_ms"]
 #: the figures of a measurement's ``energy`` block (benchlib.energy.EnergyResult) that its
 #: record also carries at the top, for the table, the report and the write-up to cite
 ENERGY_FIGURES = ("energy_j", "energy_j_per_output_token",

@@ -28,7 +28,8 @@ VARIANT_COLUMNS = ["variant", "engine", "speculative", "scenario", "concurrency"
                    "mean_tokens_per_chunk", "server_acceptance_rate",
                    "server_mean_acceptance_length", "spec_reconciled", "speedup",
                    "speedup_over", "planned_kv_tokens", "planned_max_concurrency",
-                   "kv_cache_usage_peak", "preemptions", "caveats"]
+                   "kv_cache_usage_peak", "preemptions", "caveats",
+                   "median_ttft_from_schedule_ms"]
 
 
 def _baseline(variants: dict[str, Recipe], name: str) -> str | None:

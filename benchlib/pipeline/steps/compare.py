@@ -23,6 +23,7 @@ from benchlib.pipeline._results import read_results, save_results
 from benchlib.pipeline._standalone import outputs, results_file, scratch_outputs, step_folder
 from benchlib.pipeline.steps import measure
 from benchlib.pipeline.steps._references import references_table
+from benchlib.pipeline.steps._significance import add_speedup_intervals, significance_table
 from benchlib.pipeline.steps._summary import summary_table
 from benchlib.pipeline.steps._variants import variants_figure, variants_table
 from benchlib.provenance import compare_provenance
@@ -46,6 +47,11 @@ class CompareResult(BaseModel):
     references: list[dict[str, Any]] = Field(
         default_factory=list, description="published figures beside the run's: one row per "
         "figure (benchlib.references.REFERENCE_COLUMNS)")
+    significance: list[dict[str, Any]] = Field(
+        default_factory=list, description="each variant's headline figures over the first "
+        "variant's, with bootstrap 95 % intervals and a verdict (significant only when the "
+        "interval excludes 1): one row per variant × scenario × concurrency × figure "
+        "(steps._significance.SIGNIFICANCE_COLUMNS)")
     sweeps: list[dict[str, Any]] = Field(
         default_factory=list, description="the run folder's SLO searches (RUN/sweep/…): one "
         "row per search, its knee and what failed one step past it (benchlib.sweep.sweep_row)")
@@ -62,6 +68,7 @@ class Compared:
     references: pd.DataFrame | None = None
     sweeps: pd.DataFrame | None = None
     sweep_figure: Chart | None = None
+    significance: pd.DataFrame | None = None
 
 
 def _measured(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -85,7 +92,9 @@ def _records(table: pd.DataFrame | None) -> list[dict[str, Any]]:
 def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = "",
                  variants: pd.DataFrame | None = None,
                  references: pd.DataFrame | None = None,
-                 sweeps: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                 sweeps: pd.DataFrame | None = None,
+                 significance: pd.DataFrame | None = None
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Measure results of several runs side by side, and their provenance with every
     difference flagged. Each run folder must hold measure results."""
     import pandas as pd
@@ -107,7 +116,8 @@ def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = "",
                                              provenance_differences=differences,
                                              variants=_records(variants),
                                              references=_records(references),
-                                             sweeps=_records(sweeps)))
+                                             sweeps=_records(sweeps),
+                                             significance=_records(significance)))
     return table, prov_table
 
 
@@ -148,6 +158,9 @@ def compare(recipe: Recipe, *, run_dir: str | Path = "", other_runs: Sequence[st
             found = RunFolder.runs_of(outputs(), recipe.name)
             run_dir = found[-1].path if found else ""
         table = variants_table(recipe, run_dir) if str(run_dir) else None
+        if table is not None:
+            add_speedup_intervals(table, recipe, run_dir)
+        significance = significance_table(recipe, run_dir)
         figure = variants_figure(table, save_to=Path(run_dir) / "variants.png") \
             if table is not None else None
         runs = [RunFolder(path=Path(run_dir)).variant(v.name).path for v in recipe.variants
@@ -159,9 +172,11 @@ def compare(recipe: Recipe, *, run_dir: str | Path = "", other_runs: Sequence[st
         sweeps, curves = _sweeps(run_dir)
         table_all, provenance = compare_runs(runs, results_file(results_path, folder,
                                                                 STEP.name), variants=table,
-                                             references=refs, sweeps=sweeps)
+                                             references=refs, sweeps=sweeps,
+                                             significance=significance)
         return Compared(table=table_all, provenance=provenance, variants=table,
-                        figure=figure, references=refs, sweeps=sweeps, sweep_figure=curves)
+                        figure=figure, references=refs, sweeps=sweeps, sweep_figure=curves,
+                        significance=significance)
     own = [Path(run_dir)] if str(run_dir) and _has_measurements(Path(run_dir)) else []
     runs = [*own, *map(Path, other_runs)] if str(run_dir) else [
         *_runs_of(recipe), *map(Path, other_runs)]
@@ -186,7 +201,10 @@ STEP = Step[CompareResult](
     about="This run beside the recipe's `compare.runs`, and every provenance difference "
           "flagged (`differs`); a recipe with variants sets them side by side (startup, TTFT, "
           "TPOT, tokens per chunk against the server's acceptance, speedup over no "
-          "speculation, declared differences as caveats) with the Pareto chart; published "
+          "speculation with its 95 % interval, declared differences as caveats) with the Pareto "
+          "chart, and each variant's headline figures over the first variant's with "
+          "bootstrap 95 % intervals, called significant only when the interval excludes 1; "
+          "published "
           "references (`compare.references`) beside the run's own figures, with their "
           "caveats; SLO searches kept in the run folder (`benchlib sweep --output-dir "
           "RUN/sweep/NAME`) as their curves with the knee marked. On its own, "
@@ -199,6 +217,7 @@ STEP = Step[CompareResult](
            "                      results_path=results_path)\ncompared.table",
            "compared.provenance",
            "compared.variants",
+           "compared.significance",
            "compared.figure",
            "compared.references",
            "compared.sweeps",

@@ -29,7 +29,7 @@ from benchlib._secrets import env_secret
 from benchlib.accuracy import run_few_shot_gsm8k, run_gsm8k
 from benchlib.checks import sdk_view
 from benchlib.engines import http_ok
-from benchlib.measure import concurrency_seed, measure, ramp_seed
+from benchlib.measure import concurrency_seed, measure, planned_requests, ramp_seed
 from benchlib.pipeline._declare import Param, Step, StepInputs
 from benchlib.pipeline._fairness import tokenizer_dir
 from benchlib.pipeline._folder import RunFolder
@@ -75,10 +75,13 @@ class Measured:
 
 def _measure_once(recipe: Recipe, s: Scenario, base_url: str, result_json: Path,
                   tokenizer: Path | None, api_key: str | None,
-                  on_warmed: Callable[[], None] | None = None, **shape: Any
-                  ) -> dict[str, Any]:
+                  on_warmed: Callable[[], None] | None = None, once: bool = False,
+                  **shape: Any) -> dict[str, Any]:
     """The one place :func:`benchlib.measure.measure` is called: its result as the result
-    JSON's object (the keys the results and the summary table read)."""
+    JSON's object (the keys the results and the summary table read). ``once``: one run
+    whatever the scenario's ``repeats`` (a ramp's step)."""
+    if once:
+        s = s.model_copy(update={"repeats": 1})
     cfg = s.measure_config(base_url=base_url, model=recipe.model.served_model_name,
                            tokenizer=tokenizer, result_json=result_json, **shape,
                            **tls_options(recipe, base_url))
@@ -174,8 +177,10 @@ def _w(value: float | None) -> str:
 
 def _kv_vs_plan(launch: dict[str, Any], s: Scenario, conc: int, server: dict[str, Any]
                 ) -> dict[str, Any] | None:
-    """The engine's peak KV use beside the plan's expectation, with a progress line."""
-    kv = kv_usage_expected(launch, s, conc)
+    """The engine's peak KV use beside the plan's expectation, with a progress line (none
+    for a trace or conversations: their lengths are not the scenario's input_len)."""
+    kv = None if s.dataset in ("trace", "conversations") else kv_usage_expected(launch, s,
+                                                                                conc)
     if kv is None:
         return None
     peak = (server.get("server_metrics") or {}).get("kv_cache_usage_peak")
@@ -222,11 +227,14 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                                     results.get(key), functools.partial(keep, key)))
             for i, conc in enumerate([] if s.ramp_input_lens else s.concurrencies):
                 key = f"{s.name}/c{conc}"
-                if scenario_done(results.get(key), s.prompts_at(i), s.max_failed_fraction):
+                planned = planned_requests(s.dataset, s.dataset_path, s.prompts_at(i))
+                if scenario_done(results.get(key), planned, s.max_failed_fraction):
                     print(f"{key}: done in an earlier attempt, skipped", flush=True)
                     continue
-                print(f"{key}: {s.prompts_at(i)} prompts, {s.input_len} in / {s.output_len} "
-                      "out", flush=True)
+                shape = (f"{s.dataset} {Path(str(s.dataset_path)).name}, {planned} requests"
+                         if s.dataset in ("trace", "conversations")
+                         else f"{s.input_len} in / {s.output_len} out")
+                print(f"{key}: {s.prompts_at(i)} prompts, {shape}", flush=True)
                 result_json = folder.measure_json(s.name, conc)
                 energy = start_energy(recipe, url)  # returns after its idle window
                 sampler = sampler_for(recipe, url, api_key)
@@ -260,8 +268,7 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                 if s.sdk_view:
                     keep(key, {**results[key], "sdk": _sdk(recipe, s, url, tokenizer, api_key,
                                                            results[key], conc, i)})
-                problem = scenario_problem(results[key], s.prompts_at(i),
-                                           s.max_failed_fraction)
+                problem = scenario_problem(results[key], planned, s.max_failed_fraction)
                 if problem:
                     problems.append(f"{key}: {problem} ({', '.join(errors[:1]) or 'no error'})")
             if not _alive(recipe, url, api_key):
@@ -304,7 +311,7 @@ def _ramp(recipe: Recipe, s: Scenario, base_url: str, folder: RunFolder, api_key
         # not begin with the shorter one's prompt (a prefix-cache hit)
         r = _measure_once(recipe, s, base_url, folder.ramp_json(s.name, n), tokenizer,
                           api_key, max_concurrency=1, num_prompts=1, input_len=n,
-                          num_warmups=0, seed=ramp_seed(s.seed, j))
+                          num_warmups=0, seed=ramp_seed(s.seed, j), once=True)
         ok = r["completed"] == 1
         steps.append({"input_len": n, "ok": ok, "ttft_ms": r["median_ttft_ms"] if ok else None,
                       "tpot_ms": r["median_tpot_ms"] if ok else None,

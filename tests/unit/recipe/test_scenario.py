@@ -46,7 +46,9 @@ def test_measure_config_is_what_the_pipeline_built_by_hand() -> None:
         # checked; the measured worker count, this host; warmups of their own prompts)
         assert _plain(cfg) == {**case["config"], "ca_bundle": None, "insecure": False,
                                "workers": None, "ray_address": None,
-                               "warmups_like_vllm": False}
+                               "warmups_like_vllm": False, "repeats": 1,
+                               "trace_time_scale": 1.0, "conversation_think_s": 0.5,
+                               "dataset_skip": 0}
 
 
 def test_the_scenarios_seed_and_new_settings_reach_the_run() -> None:
