@@ -8,7 +8,11 @@ engine races (per scenario: per-user tok/s at the lowest concurrency, total outp
 the highest; each engine by its fastest variant there), the speculation outcomes (per
 speculating variant, scenario and concurrency: the speedup over the same engine without
 speculation and the server's counts with the client's) and ``lines``, the same as
-sentences, for a write-up's summary to cite (``{% for line in takeaway.lines %}``).
+sentences for a write-up's summary to cite (``{% for line in takeaway.lines %}``): first the
+tallies (which engine won how many scenarios per user and in total; per speculating variant,
+how many measurements it paid off, cost or broke even), then a line per scenario's race and
+one per speculating variant and scenario (its speedup at each concurrency; the counts and
+their reconciliation at the lowest, where a client's chunks can be set against them).
 
 Why: a write-up whose summary has to be typed by hand either repeats numbers (and goes stale)
 or says nothing; these sentences are computed, so they change with the run. A ratio within
@@ -153,7 +157,7 @@ def _headline(races: list[EngineRace], outcomes: list[SpecOutcome]) -> list[str]
     return out
 
 
-def _race_line(per_user: EngineRace | None, total: EngineRace | None) -> str:
+def _race_line(scenario: str, per_user: EngineRace | None, total: EngineRace | None) -> str:
     parts = []
     for r, what, unit in ((per_user, "per user", "tok/s from the median TPOT"),
                           (total, "in total", "output tok/s")):
@@ -161,7 +165,6 @@ def _race_line(per_user: EngineRace | None, total: EngineRace | None) -> str:
             parts.append(f"{r.winner} was faster {what} at concurrency {r.concurrency} "
                          f"({r.winner_variant} {r.winner_tok_s:.1f} against {r.loser_variant} "
                          f"{r.loser_tok_s:.1f} {unit}: {r.ratio:.2f}×)")
-    scenario = (per_user or total).scenario if (per_user or total) else ""
     return f"{scenario}: " + "; ".join(parts) + "."
 
 
@@ -219,7 +222,7 @@ def takeaway(ctx: Mapping[str, Any], even_within: float = 0.05) -> Takeaway:
     for scenario in scenarios:
         by = {r.measure: r for r in races if r.scenario == scenario}
         if by:
-            lines.append(_race_line(by.get("per user"), by.get("in total")))
+            lines.append(_race_line(scenario, by.get("per user"), by.get("in total")))
     groups: dict[tuple[str, str], list[SpecOutcome]] = {}
     for o in outcomes:
         groups.setdefault((o.variant, o.scenario), []).append(o)
