@@ -225,7 +225,8 @@ def _tool_call(client: Any, model: str, spec: FunctionalChecks) -> CheckResult:
         note = "no answer after the tool's result was sent back"
     else:
         note = "round trip: get_weather called with its arguments, its result sent back, answered"
-    return base.model_copy(update={"ok": ok, "answer_chars": len(text), "note": note})
+    return base.model_copy(update={"ok": ok, "status": "ok" if ok else "not ok",
+                                   "answer_chars": len(text), "note": note})
 
 
 def run_checks(base_url: str, model: str, spec: FunctionalChecks,
