@@ -105,7 +105,7 @@ def check_demo_run(run: Path) -> None:
             assert c["status"] == NOT_SUPPORTED and c["reasoning_chars"] == 0, (variant, c)
         for conc, n in ((1, 3), (4, 4)):
             sdk = read_sidecar(run / variant / "03_measure.json").results[f"chat/c{conc}"]["sdk"]
-            assert (sdk["completed"], sdk["failed"]) == (n, 0), (variant, sdk)
+            assert (sdk["completed"], sdk["failed"]) == (n, 0), (variant, sdk["first_error"])
             assert sdk["median_ttft_ms"] and sdk["ttft_overhead_ms"] is not None, sdk
     check_plan_vs_engine(run)
     vllm = read_sidecar(run / "vllm-nospec" / "03_measure.json").provenance
