@@ -233,7 +233,7 @@ def _checks_and_sdk(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
             + _table(sdk, ["variant", "scenario", "concurrency", "client",
                            "wire_median_ttft_ms", "median_ttft_ms", "ttft_overhead_ms",
                            "wire_median_tpot_ms", "median_tpot_ms", "tpot_overhead_ms",
-                           "completed", "failed"])
+                           "completed", "failed", "reconnects"])
             + "<h3>Accuracy (lm-eval)</h3>"
             + _table(accuracy, ["variant", "task", "n", "num_fewshot", "strict_match",
                                 "strict_match_stderr", "flexible_extract",
