@@ -1,5 +1,6 @@
 # benchlib — every target does its own setup on a fresh machine.
-#   make demo   the main job: params/demo.yaml (vLLM CPU engine + tiny model) run end to end
+#   make demo   the main job: params/demo.yaml (vLLM CPU against llama.cpp CPU on the real
+#               SmolLM2-135M-Instruct, speculation on and off) run end to end
 #   make test   lint, type-check and every test tier
 SHELL := /bin/bash
 PYTHON ?= python3

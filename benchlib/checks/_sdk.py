@@ -11,6 +11,12 @@ the stream's usage. The differences of the medians from the wire run's (``ttft_o
 ``tpot_overhead_ms``) are the client-side cost an application pays on top of what the engine
 did — SDK parsing, its HTTP stack, the event loop — within the noise of two samples of the same
 engine (so they can come out negative).
+
+One failure is not the engine's: a server that hangs up a kept-alive connection just as the
+next request goes out on it (llama-server does, now and then, after a streamed response)
+fails that request before any response. The wire client replaces such connections; here the
+request is sent once more on a new connection, as the SDK's own retries would (without their
+back-off), its clock running from the first attempt, and counted (``reconnects``).
 """
 
 from __future__ import annotations
@@ -58,6 +64,9 @@ class SdkView(BaseModel):
     tpot_overhead_ms: float | None = Field(
         None, description="median_tpot_ms − the wire run's median TPOT after the first text")
     first_error: str | None = Field(None, description="the first failure's message")
+    reconnects: int = Field(0, description="requests sent again on a new connection because "
+                            "the server hung up the kept-alive one before any response "
+                            "(their time is in their TTFT)")
 
 
 def _text(chunk: Any) -> str:
@@ -72,15 +81,31 @@ def _text(chunk: Any) -> str:
     return "".join(p for p in parts if isinstance(p, str))
 
 
+def _hung_up(exc: BaseException) -> bool:
+    """The SDK's connection error for a server that closed the connection before any byte of
+    a response (httpx's, or httpx2's, RemoteProtocolError raised before the headers)."""
+    import openai
+
+    return (isinstance(exc, openai.APIConnectionError)
+            and type(exc.__cause__).__name__ == "RemoteProtocolError")
+
+
 async def _one(client: Any, kind: str, body: dict[str, Any]) -> tuple[float, float, float,
-                                                                       int]:
+                                                                       int, bool]:
+    """One streamed request: TTFT, TPOT, E2EL (ms), output tokens, and whether it had to be
+    sent again on a new connection."""
     known = {k: v for k, v in body.items() if k in _KNOWN and k != "stream"}
     extra = {k: v for k, v in body.items() if k not in _KNOWN}
+    create = client.chat.completions.create if kind == "chat" else client.completions.create
     start = time.perf_counter()
-    if kind == "chat":
-        stream = await client.chat.completions.create(stream=True, extra_body=extra, **known)
-    else:
-        stream = await client.completions.create(stream=True, extra_body=extra, **known)
+    reconnected = False
+    try:
+        stream = await create(stream=True, extra_body=extra, **known)
+    except Exception as exc:
+        if not _hung_up(exc):
+            raise
+        reconnected = True  # the broken connection is gone from the pool: a new one now
+        stream = await create(stream=True, extra_body=extra, **known)
     first = last = None
     tokens = 0
     async for chunk in stream:
@@ -95,11 +120,11 @@ async def _one(client: Any, kind: str, body: dict[str, Any]) -> tuple[float, flo
     if first is None or last is None:
         raise RuntimeError("the stream carried no text")
     tpot = (last - first) / (tokens - 1) if tokens > 1 else float("nan")
-    return (first - start) * 1000, tpot * 1000, (end - start) * 1000, tokens
+    return (first - start) * 1000, tpot * 1000, (end - start) * 1000, tokens, reconnected
 
 
 async def _all(cfg: MeasureConfig, bodies: list[dict[str, Any]], api_key: str | None
-               ) -> list[tuple[float, float, float, int] | BaseException]:
+               ) -> list[tuple[float, float, float, int, bool] | BaseException]:
     import openai
 
     verify: ssl.SSLContext | bool = True
@@ -112,7 +137,7 @@ async def _all(cfg: MeasureConfig, bodies: list[dict[str, Any]], api_key: str | 
                                 http_client=openai.DefaultAsyncHttpxClient(verify=verify))
     gate = asyncio.Semaphore(cfg.max_concurrency or len(bodies))
 
-    async def limited(body: dict[str, Any]) -> tuple[float, float, float, int]:
+    async def limited(body: dict[str, Any]) -> tuple[float, float, float, int, bool]:
         async with gate:
             return await _one(client, cfg.endpoint, body)
 
@@ -124,6 +149,12 @@ async def _all(cfg: MeasureConfig, bodies: list[dict[str, Any]], api_key: str | 
                                          return_exceptions=True))
     finally:
         await client.close()
+
+
+def _describe(exc: BaseException) -> str:
+    """An error and what caused it (the SDK's "Connection error." says nothing alone)."""
+    cause = f" ({type(exc.__cause__).__name__}: {exc.__cause__})" if exc.__cause__ else ""
+    return f"{type(exc).__name__}: {exc}{cause}"[:300]
 
 
 def _median(values: list[float]) -> float | None:
@@ -149,8 +180,8 @@ def sdk_view(cfg: MeasureConfig, api_key: str | None = None,
                    failed=len(errors), median_ttft_ms=_median([o[0] for o in ok]),
                    median_tpot_ms=_median([o[1] for o in ok]),
                    median_e2el_ms=_median([o[2] for o in ok]),
-                   first_error=f"{type(errors[0]).__name__}: {errors[0]}"[:300]
-                   if errors else None)
+                   first_error=_describe(errors[0]) if errors else None,
+                   reconnects=sum(o[4] for o in ok))
     if wire:
         ttft = wire.get("median_ttft_text_ms") or wire.get("median_ttft_ms")
         tpot = wire.get("median_tpot_text_ms") or wire.get("median_tpot_ms")

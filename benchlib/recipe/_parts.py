@@ -52,7 +52,14 @@ class HardwareSpec(_Strict):
 class FunctionalChecks(_Strict):
     """What 02_launch checks through the ``openai`` SDK before anything is measured."""
 
-    chat: bool = Field(True, description="one streamed chat: does the engine answer")
+    chat: bool = Field(True, description="one streamed chat with a known answer: does the "
+                       "model answer in words, through the engine's template and tokenizer")
+    chat_prompt: str = Field("What is the capital of France? Answer in one sentence.",
+                             min_length=1, description="the chat check's question")
+    chat_expect: str | None = Field(
+        "Paris", min_length=1, description="text the answer must contain (case does not "
+        "matter) for the chat check to pass: random weights, or a template or tokenizer "
+        "that does not match the model, answer without it; null: any text passes")
     thinking: bool = Field(False, description="thinking off and on "
                            "(chat_template_kwargs.enable_thinking): is reasoning kept apart "
                            "from the content")

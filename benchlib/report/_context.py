@@ -13,6 +13,10 @@
     provenance    name → the measure step's provenance (hardware, engine, model, kit)
     sweeps        name → an SLO search kept in the run folder (RUN/sweep/NAME/sweep.json:
                   knee, first_fail, probes …; empty for most runs)
+    takeaway      a comparison's takeaway from its own numbers (report._takeaway): races
+                  (engine against engine, per user and in total), speculation (each
+                  speculating variant's speedup, verdict, draft and accepted counts and their
+                  reconciliation with the client's) and lines (the same as sentences)
 
 Each measurement's figures are its result keys (``median_ttft_ms``, ``output_throughput``,
 ``p99_tpot_ms`` …) with three short aliases a sentence reads well with: ``tok_s``
@@ -33,6 +37,7 @@ from typing import Any
 from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._results import read_results
 from benchlib.pipeline.steps._summary import measurements
+from benchlib.report._takeaway import takeaway
 from benchlib.sweep import run_sweeps
 
 __all__ = ["ALIASES", "report_context", "variant_names"]
@@ -113,10 +118,12 @@ def report_context(run_dir: str | Path) -> dict[str, Any]:
                                     "checkpoint", "hardware", "source", "published_on",
                                     "measured_as", "caveats")})
         ref[row["metric"]] = row.get("published")
-    return {"recipe": recipe, "variants": _with_underscores(variants),
-            "run": variants[names[0]] if names == [""] else {},
-            "plan": _with_underscores(plans), "provenance": _with_underscores(provenance),
-            "references": _with_underscores(references), "compare": compare,
-            "accuracy": _with_underscores(accuracy),
-            "sweeps": _with_underscores({name or "run": s.model_dump(mode="json")
-                                         for name, s in run_sweeps(run.path)})}
+    ctx = {"recipe": recipe, "variants": _with_underscores(variants),
+           "run": variants[names[0]] if names == [""] else {},
+           "plan": _with_underscores(plans), "provenance": _with_underscores(provenance),
+           "references": _with_underscores(references), "compare": compare,
+           "accuracy": _with_underscores(accuracy),
+           "sweeps": _with_underscores({name or "run": s.model_dump(mode="json")
+                                        for name, s in run_sweeps(run.path)})}
+    ctx["takeaway"] = takeaway(ctx).model_dump(mode="json")
+    return ctx

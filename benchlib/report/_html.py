@@ -218,8 +218,8 @@ def _plan_vs_engine(launches: Mapping[str, Any]) -> str:
 
 
 def _checks_and_sdk(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
-    checks = [{"variant": n or "run", **c} for n, launch in launches.items()
-              for c in launch.get("checks") or []]
+    checks = [{"variant": n or "run", "status": "ok" if c.get("ok") else "not ok", **c}
+              for n, launch in launches.items() for c in launch.get("checks") or []]
     sdk = [{"variant": v or "run", "scenario": sc, "concurrency": c,
             "wire_median_ttft_ms": f.get("median_ttft_ms"),
             "wire_median_tpot_ms": f.get("median_tpot_ms"), **(f.get("sdk") or {})}
@@ -229,15 +229,18 @@ def _checks_and_sdk(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
     few = [a for a in accuracy if a["task"] == "few_shot_gsm8k"]
     lm = [a for a in accuracy if a["task"] != "few_shot_gsm8k"]
     return ("<h2 id='checks'>Functional checks (openai SDK)</h2>"
-            + _table(checks, ["variant", "name", "ok", "seconds", "content_chars",
-                              "reasoning_chars", "finish_reason", "note", "error"])
+            + "<p class='muted'>The chat asks a question whose answer the check knows; "
+            "the answer column is what the model said.</p>"
+            + _table(checks, ["variant", "name", "status", "answer", "seconds",
+                              "content_chars", "reasoning_chars", "finish_reason", "note",
+                              "error"])
             + "<h3>What an application sees</h3><p class='muted'>The same shape of requests "
             "(next seed) through the openai SDK's streaming client, beside the wire figures; "
             "the overheads are the client-side cost an application pays.</p>"
             + _table(sdk, ["variant", "scenario", "concurrency", "client",
                            "wire_median_ttft_ms", "median_ttft_ms", "ttft_overhead_ms",
                            "wire_median_tpot_ms", "median_tpot_ms", "tpot_overhead_ms",
-                           "completed", "failed"])
+                           "completed", "failed", "reconnects"])
             + "<h3>Accuracy (GSM8K)</h3>"
             + (_table(lm, ["variant", "task", "n", "num_fewshot", "strict_match",
                            "strict_match_stderr", "flexible_extract",

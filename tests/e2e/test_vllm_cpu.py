@@ -126,20 +126,22 @@ def test_benchlib_agrees_with_vllm_bench_serve(engine: EngineProcess, tiny_model
 
 def test_functional_checks_and_the_sdk_view_on_the_real_engine(engine: EngineProcess,
                                                                tiny_model: Path) -> None:
-    """Through the openai SDK: a chat; thinking off and on (the tiny model does not think
-    and vLLM runs no reasoning parser: nothing comes apart, and the check says so); the
-    tool-call round trip with tool_choice required (vLLM constrains the call; the random
+    """Through the openai SDK: a chat (the random weights answer, in noise: the check
+    shows the answer and fails it, never ok on noise); thinking off and on (the tiny model's
+    template has no thinking switch and nothing comes apart: "not supported by this model");
+    the tool-call round trip with tool_choice required (vLLM constrains the call; the random
     weights make up arguments, which the check refuses while the round trip itself runs);
     and the SDK's view of a scenario beside the wire."""
-    from benchlib.checks import run_checks, sdk_view
+    from benchlib.checks import NOT_SUPPORTED, read_chat_template, run_checks, sdk_view
     from benchlib.recipe import FunctionalChecks
 
     base_url = engine.ready_url.rsplit("/v1/", 1)[0]
     chat, off, on, tool = run_checks(base_url, "tiny-llama", FunctionalChecks(
-        thinking=True, tool_call=True, tool_choice="required", max_tokens=96))
-    assert chat.ok and chat.content_chars > 0, chat
-    assert off.ok and off.reasoning_chars == 0, off
-    assert on.ok and on.reasoning_chars == 0 and "reasoning parser" in on.note, on
+        thinking=True, tool_call=True, tool_choice="required", max_tokens=96),
+        chat_template=read_chat_template(tokenizer=tiny_model))
+    assert not chat.ok and chat.answer and "without 'Paris'" in chat.note, chat
+    for check in (off, on):
+        assert check.status == NOT_SUPPORTED and check.reasoning_chars == 0, check
     assert tool.error is None and tool.tool_calls[0]["name"] == "get_weather", tool
     assert tool.answer_chars, tool  # the result went back and the engine answered
     cfg = MeasureConfig(base_url=base_url, model="tiny-llama", tokenizer=tiny_model,

@@ -42,3 +42,23 @@ def test_failures_are_counted_not_raised(tiny_model: Path) -> None:
     view = sdk_view(cfg)
     assert (view.completed, view.failed) == (0, 2) and view.median_ttft_ms is None
     assert view.first_error and "Connection" in view.first_error
+
+
+def test_a_connection_hung_up_before_any_response_is_sent_again_once(
+        scripted: Callable[..., Any], tiny_model: Path) -> None:
+    """A server that closes a kept-alive connection as the next request arrives (llama-server
+    does, now and then) fails that request before any response: it is sent once more on a new
+    connection and counted; a server that hangs up on the new connection too is a failure."""
+    base = {"model": "scripted", "tokenizer": tiny_model, "endpoint": "chat", "input_len": 16,
+            "output_len": 8, "num_prompts": 3, "max_concurrency": 1, "num_warmups": 1}
+    # the warmup is request 1, the three timed ones 2-4: request 3 is hung up, its second
+    # attempt (request 4) answered
+    server = scripted("--ttft-ms", "2", "--itl-ms", "1", "--model", "scripted",
+                      "--fault", "close-no-response:every=3")
+    view = sdk_view(MeasureConfig(base_url=server.url, **base))
+    assert (view.completed, view.failed, view.reconnects) == (3, 0, 1), view.first_error
+    always = scripted("--ttft-ms", "2", "--itl-ms", "1", "--model", "scripted",
+                      "--fault", "close-no-response:every=1:start=2")
+    view = sdk_view(MeasureConfig(base_url=always.url, **base))
+    assert (view.completed, view.failed, view.reconnects) == (0, 3, 0), view
+    assert view.first_error and "Connection error" in view.first_error

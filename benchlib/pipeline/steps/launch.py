@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from benchlib._secrets import env_secret
-from benchlib.checks import CheckResult, run_checks
+from benchlib.checks import CheckResult, read_chat_template, run_checks
 from benchlib.engines import EngineError, first_token, parse_engine_log
 from benchlib.pipeline._declare import Param, RunFacts, Step, StepInputs
 from benchlib.pipeline._fairness import Probe, probe_engine, tokenizer_dir
@@ -88,8 +88,12 @@ def launch_summary(recipe: Recipe, *, base_url: str = "", engine_log: str = "",
         # chat checks where the recipe streams chat or asks for thinking or tools
         wanted = any(s.endpoint == "chat" for s in recipe.scenarios) or (
             recipe.checks.thinking or recipe.checks.tool_call)
+        template = read_chat_template(
+            args=recipe.engine.args, model_file=Path(model_path) if model_path else None,
+            tokenizer=tokenizer_dir(recipe, model_path)) if wanted else None
         checks = run_checks(url, recipe.model.served_model_name, recipe.checks,
-                            api_key=api_key, verify=context or True) if wanted else []
+                            api_key=api_key, verify=context or True,
+                            chat_template=template) if wanted else []
         cache_config, scrape_error = scrape_cache_config(url, api_key, context=context) \
             if recipe.engine.kind == "vllm" else ({}, None)
     vs_plan = compare_engine_to_plan(recipe, Path(model_path) if model_path else None,
@@ -101,8 +105,10 @@ def launch_summary(recipe: Recipe, *, base_url: str = "", engine_log: str = "",
               f"{p.max_tokens} out ({p.output_tokens_source}){' — ' + p.error if p.error else ''}",
               flush=True)
     for c in checks:
-        print(f"check {c.name} (openai SDK): {'ok' if c.ok else 'NOT OK'} in {c.seconds:.2f} s"
-              f" — {c.error or c.note or f'{c.content_chars} characters'}", flush=True)
+        said = f" — answer: {c.answer.strip()[:120]!r}" if c.answer.strip() else ""
+        status = "NOT OK" if c.status == "not ok" else c.status
+        print(f"check {c.name} (openai SDK): {status} in {c.seconds:.2f} s — "
+              f"{c.error or c.note}{said}", flush=True)
     for line in flagged_lines(vs_plan):
         print(line, flush=True)
     result = LaunchResult(kind=recipe.engine.kind, base_url=url, command=command,

@@ -54,7 +54,7 @@ def test_runs_of_a_recipe_oldest_first(tmp_path: Path) -> None:
 def test_a_notebook_on_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # like a kernel in notebooks/: params/ is not here
     recipe = load("params/demo.yaml")
-    assert recipe.name == "demo" and recipe.model.local_path == kit_root() / ".models/tiny-llama"
+    assert recipe.name == "demo" and recipe.model.local_path == kit_root() / ".models/smollm2"
     monkeypatch.setattr(standalone, "scratch_outputs", lambda: tmp_path / "scratch")
     assert standalone.step_folder("", recipe, scratch=False) is None
     folder = standalone.step_folder("", recipe, scratch=True)

@@ -34,7 +34,8 @@ def test_demo_and_good_recipes_pass(tmp_path: Path) -> None:
                            "--check"], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert check(tmp_path, GOOD).returncode == 0
-    assert load_recipe(REPO / "params" / "demo.yaml").scenarios[0].prompts_at(1) == 8
+    chat = load_recipe(REPO / "params" / "demo.yaml").scenarios[0]
+    assert (chat.prompts_at(0), chat.prompts_at(1)) == (3, 4)
 
 
 @pytest.mark.parametrize("text,expected", [

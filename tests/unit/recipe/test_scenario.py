@@ -31,8 +31,9 @@ def test_every_workload_setting_is_a_scenario_key_with_the_same_description() ->
 
 
 def test_measure_config_is_what_the_pipeline_built_by_hand() -> None:
-    """HEAD's pipeline ``_config`` (seed hard-coded 0) for demo.yaml: the same configs."""
-    recipe = load_recipe(REPO / "params" / "demo.yaml")
+    """HEAD's pipeline ``_config`` (seed hard-coded 0) for demo.yaml as it was then (the tiny
+    model's demo, kept beside the golden file): the same configs."""
+    recipe = load_recipe(REPO / "tests/unit/measure/golden/demo-head.yaml")
     scenarios = {s.name: s for s in recipe.scenarios}
     for case in GOLDEN["pipeline"]:
         s = scenarios[case["scenario"]]
