@@ -139,7 +139,7 @@ def summarize_conversations(outcomes: Sequence[RequestOutcome], sessions: int,
 
 
 async def run_sessions(sessions: Sequence[Session], plan: LoadPlan, *, model: str,
-                       output_len: int | None, ignore_eos: bool, sampling: dict[str, Any],
+                       output_len: int | None, ignore_eos: bool, sampling: dict[str, Any] | str,
                        think_s: float, count: Callable[[list[dict[str, str]]], int],
                        on_outcome: Callable[[RequestOutcome, StreamCapture], None]
                        ) -> tuple[list[RequestOutcome], int]:

@@ -59,5 +59,5 @@ def converse(cfg: MeasureConfig, plan: LoadPlan, tokenizer: Any | None, warmups:
 
     return run_coroutine(run_sessions(
         sessions, plan, model=cfg.model, output_len=cfg.output_len, ignore_eos=cfg.ignore_eos,
-        sampling=dict(cfg.sampling), think_s=cfg.conversation_think_s, count=count,
-        on_outcome=on_outcome))
+        sampling=cfg.sampling if isinstance(cfg.sampling, str) else dict(cfg.sampling),
+        think_s=cfg.conversation_think_s, count=count, on_outcome=on_outcome))
