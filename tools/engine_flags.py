@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -296,12 +296,12 @@ def wheel_flag_set(engine: str, version: str, wheel: Path | None = None) -> Flag
         return flag_set(engine, version, download(DISTS[engine], version, Path(tmp)))
 
 
-def _iter_diff(old: FlagSet, new: FlagSet) -> Iterator[str]:
+def diff(old: FlagSet, new: FlagSet) -> list[str]:
+    """One line per option that differs between two sets."""
     before = {o.flags: o for o in old.options}
     after = {o.flags: o for o in new.options}
-    for flags in sorted(before.keys() | after.keys()):
-        if before.get(flags) != after.get(flags):
-            yield f"{'/'.join(flags)}: {before.get(flags)} → {after.get(flags)}"
+    return [f"{'/'.join(f)}: {before.get(f)} → {after.get(f)}"
+            for f in sorted(before.keys() | after.keys()) if before.get(f) != after.get(f)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -313,17 +313,27 @@ def main(argv: list[str] | None = None) -> int:
                         help="compare with the committed file instead of writing it")
     args = parser.parse_args(argv)
     flags = wheel_flag_set(args.engine, args.version, args.wheel)
-    path = DATA_DIR / f"{args.engine}-{args.version}.json"
-    if args.check:
-        if not path.is_file():
-            print(f"{path.relative_to(REPO)} does not exist", file=sys.stderr)
-            return 1
-        diff = list(_iter_diff(FlagSet.read(path), flags))
-        print("\n".join(diff) or f"{path.relative_to(REPO)}: same as the wheel", file=sys.stderr)
-        return 1 if diff or FlagSet.read(path).to_json() != flags.to_json() else 0
-    flags.write(path)
-    print(f"{path.relative_to(REPO)}: {len(flags.options)} options", file=sys.stderr)
-    return 0
+    return write_or_check(flags, DATA_DIR / f"{args.engine}-{args.version}.json", args.check,
+                          "the wheel")
+
+
+def write_or_check(flags: FlagSet, path: Path, check: bool, source: str) -> int:
+    """Write ``flags`` to ``path`` (the committed set), or with ``check`` compare them with it:
+    one line per option that differs, exit status 1 when anything does."""
+    if not check:
+        flags.write(path)
+        print(f"{path.relative_to(REPO)}: {len(flags.options)} options", file=sys.stderr)
+        return 0
+    if not path.is_file():
+        print(f"{path.relative_to(REPO)} does not exist", file=sys.stderr)
+        return 1
+    stored = FlagSet.read(path)
+    lines = diff(stored, flags)
+    same = stored.to_json() == flags.to_json()
+    print("\n".join(lines) or f"{path.relative_to(REPO)}: "
+          f"{'same as' if same else 'options equal to, header unlike'} {source}",
+          file=sys.stderr)
+    return 0 if same else 1
 
 
 if __name__ == "__main__":

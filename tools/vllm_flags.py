@@ -33,6 +33,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+sys.path.insert(0, str(REPO / "tools"))
+from engine_flags import write_or_check  # noqa: E402
+
 from benchlib.engines._flagsets import (  # noqa: E402
     DATA_DIR,
     VLLM_PARSER,
@@ -83,14 +86,6 @@ def release_flag_set(version: str, python: Path, wheel: Path | None = None) -> F
         return parser_flag_set(version, Path(tmp) / "site", python)
 
 
-def diff(old: FlagSet, new: FlagSet) -> list[str]:
-    """One line per option that differs between two sets."""
-    before = {o.flags: o for o in old.options}
-    after = {o.flags: o for o in new.options}
-    return [f"{'/'.join(f)}: {before.get(f)} → {after.get(f)}"
-            for f in sorted(before.keys() | after.keys()) if before.get(f) != after.get(f)]
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("version")
@@ -101,22 +96,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="compare with the committed file instead of writing it")
     args = parser.parse_args(argv)
     flags = release_flag_set(args.version, args.python, args.wheel)
-    path = DATA_DIR / f"vllm-{args.version}.json"
-    if args.check:
-        if not path.is_file():
-            print(f"{path.relative_to(REPO)} does not exist", file=sys.stderr)
-            return 1
-        stored = FlagSet.read(path)
-        lines = diff(stored, flags)
-        same = stored.dumps() == flags.dumps()
-        print("\n".join(lines) or f"{path.relative_to(REPO)}: "
-              f"{'same as' if same else 'options equal to, header unlike'} the release's "
-              "parser", file=sys.stderr)
-        return 0 if same else 1
-    flags.write(path)
-    print(f"{path.relative_to(REPO)}: {len(flags.options)} options", file=sys.stderr)
-    return 0
-
+    return write_or_check(flags, DATA_DIR / f"vllm-{args.version}.json", args.check,
+                          "the release's parser")
 
 if __name__ == "__main__":
     sys.exit(main())

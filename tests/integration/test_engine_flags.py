@@ -136,7 +136,7 @@ def test_committed_sets_match_the_released_wheels(wheels: dict[str, Path], engin
     fresh = engine_flags.flag_set(engine, version, wheels[engine])
     stored = committed(engine, version)
     assert stored is not None
-    assert fresh.dumps() == stored.dumps(), "\n".join(engine_flags._iter_diff(stored, fresh))
+    assert fresh.dumps() == stored.dumps(), "\n".join(engine_flags.diff(stored, fresh))
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ import pytest
 from benchlib.engines._flagsets import committed
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import engine_flags
 import vllm_flags
 
 OPT_IN = "BENCHLIB_VLLM_RELEASE_FLAGS"
@@ -33,4 +34,4 @@ def test_committed_vllm_sets_match_the_release_parsers(version: str) -> None:
     fresh = vllm_flags.release_flag_set(version, vllm_flags.DEFAULT_PYTHON)
     stored = committed("vllm", version)
     assert stored is not None, f"no committed set for vllm {version}"
-    assert fresh.dumps() == stored.dumps(), "\n".join(vllm_flags.diff(stored, fresh))
+    assert fresh.dumps() == stored.dumps(), "\n".join(engine_flags.diff(stored, fresh))
