@@ -95,6 +95,10 @@ class RequestOutcome:
     finish_reason: str | None = None
     ttft_ns: int | None = None
     latency_ns: int | None = None
+    #: lower bounds of the first and last choices events' arrivals (vLLM's view), as
+    #: ``ttft_text_lower_ns`` is of the first text: equal to the value where it is exact
+    ttft_lower_ns: int | None = None
+    latency_lower_ns: int | None = None
     itl_ns: list[int] = field(default_factory=list)
     ttft_text_ns: int | None = None
     ttft_text_lower_ns: int | None = None
@@ -211,6 +215,7 @@ def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
     reasoning: list[str] = []
     tools: list[str] = []
     last_choice_ns: int | None = None
+    last_choice_lower_ns = 0
     prev_ns: int | None = None
     for n, (_, payload) in enumerate(capture.events):
         if payload == b"[DONE]":
@@ -254,9 +259,11 @@ def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
         # vLLM's view: every event with non-empty choices is a "token"
         if last_choice_ns is None:
             out.ttft_ns = arrival - capture.start_ns
+            out.ttft_lower_ns = times.lower[n] - capture.start_ns
         else:
             out.itl_ns.append(arrival - last_choice_ns)
         last_choice_ns = arrival
+        last_choice_lower_ns = times.lower[n]
         if finish:
             out.finish_reason = str(finish)
         if not text:
@@ -284,6 +291,7 @@ def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
         out.error = "stream carried no generated text"
     else:
         out.latency_ns = last_choice_ns - capture.start_ns
+        out.latency_lower_ns = last_choice_lower_ns - capture.start_ns
         out.end_ns = last_choice_ns
         out.success = True
     return out
