@@ -269,6 +269,7 @@ def summarize(outcomes: Sequence[RequestOutcome], token_counts: Sequence[Sequenc
     result["buffered_streams"] = sum(_buffered(o) for o in ok)
     result["output_tokens_source"] = {
         s: sum(o.output_tokens_source == s for o in ok) for s in ("usage", "tokenizer")}
+    result["synthetic"] = any(o.synthetic for o in outcomes)
     result["timing"] = timing_of(outcomes)
     # per-request lists, as the reference writes them (seconds)
     result["input_lens"] = [_input_tokens(o) for o in outcomes]

@@ -169,5 +169,8 @@ def format_result(result: MeasureResult | Mapping[str, Any], percentiles: Sequen
     if result.get("workers"):
         lines.extend(_worker_lines(result["workers"]))
     lines.extend(_failure_lines(result.get("errors") or ()))
+    if result.get("synthetic"):
+        lines.append("SYNTHETIC: benchlib's scripted server answered (canned timings): these "
+                     "figures test the kit, they measure no engine.")
     lines.append("=" * 50)
     return "\n".join(lines)

@@ -115,6 +115,8 @@ class RequestOutcome:
     output_tokens: int = 0
     output_tokens_source: Literal["usage", "tokenizer", "none"] = "none"
     server_prompt_tokens: int | None = None
+    #: answered by benchlib's scripted server (canned timings), not an engine
+    synthetic: bool = False
     kernel_clock: bool = False
     #: the clock this request's times come from, and whether a clock step was caught
     clock: Literal["kernel", "userspace"] = "userspace"
@@ -200,7 +202,8 @@ def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
                          http_status=capture.status, kernel_clock=capture.kernel_clock,
                          end_ns=capture.end_ns, clock=times.clock,
                          clock_stepped=times.clock_stepped, read_lags_ns=times.read_lags,
-                         reads=times.reads, stamped_reads=times.stamped_reads)
+                         reads=times.reads, stamped_reads=times.stamped_reads,
+                         synthetic=capture.synthetic)
     if capture.status is not None and capture.status != 200:
         out.error = f"HTTP {capture.status}: {_error_message(bytes(capture.body))}"
         return out

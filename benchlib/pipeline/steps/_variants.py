@@ -102,6 +102,8 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
             record = measured.get(f"{row['scenario']}/c{row['concurrency']}", {})
             spec = _server_spec(record)
             timing.append("; ".join(timing_caveats(row)))
+            synthetic = (["synthetic: benchlib's scripted server answered (canned timings, "
+                          "no engine)"] if record.get("synthetic") else [])
             rows.append({
                 **{k: row.get(k) for k in VARIANT_COLUMNS if k in table.columns},
                 "variant": name, "engine": f"{variant.engine.kind} "
@@ -113,7 +115,7 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
                 "spec_reconciled": spec.get("reconciled"),
                 "planned_kv_tokens": kv_tokens, "planned_max_concurrency": max_conc,
                 "speedup_over": _baseline(by_name, name),
-                "caveats": "; ".join(filter(None, [*notes.get(name, []),
+                "caveats": "; ".join(filter(None, [*synthetic, *notes.get(name, []),
                                                    weights_caveat(variant), timing[-1]]))})
     table = pd.DataFrame(rows, columns=VARIANT_COLUMNS)
     for i, row in table.iterrows():
