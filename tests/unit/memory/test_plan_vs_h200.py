@@ -38,6 +38,21 @@ def test_the_split_is_committed_and_every_run_belongs_to_one_side() -> None:
 
 @pytest.mark.parametrize("variant", STARTED)
 def test_plan_within_one_percent_of_the_live_engine(variant: str) -> None:
+    _within_one_percent(variant)
+
+
+@pytest.mark.parametrize("variant", SHAPES["held_apart"])
+def test_measured_constants_hold_on_a_held_apart_run(variant: str) -> None:
+    """MEASURED came from a fit-set run; only a held-apart run can test it. Until such a run
+    is stored here, this says so (make test lists the skip) rather than pass on the fit."""
+    if variant not in STARTED:
+        pytest.skip(f"held-apart run {variant} not stored in tests/data/h200_memory (a "
+                    "params/h200-memory.yaml variant on a GPU): MEASURED is held to no run "
+                    "outside its fit set yet")
+    _within_one_percent(variant)
+
+
+def _within_one_percent(variant: str) -> None:
     recipe = dict(RECIPE.variant_recipes())[variant]
     folder = RUN / variant
     log = (folder / "engine.log").read_text()
