@@ -23,15 +23,12 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from benchlib._exceptions import UsageError
 
-if TYPE_CHECKING:
-    from benchlib.recipe import Recipe
-
 __all__ = ["SECRET_FLAGS", "ScrubbingWriter", "SecretFilter", "env_names", "env_secret",
-           "expand_env", "is_env_ref", "is_secret_name", "recipe_secrets", "scrub_bytes",
+           "expand_env", "is_env_ref", "is_secret_name", "scrub_bytes",
            "scrub_file", "scrub_text", "scrub_tree"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -81,14 +78,6 @@ def is_env_ref(value: str) -> bool:
 def is_secret_name(name: str) -> bool:
     """Whether an environment variable's name says it holds a secret."""
     return name.upper().endswith(_SECRET_NAME_ENDINGS)
-
-
-def recipe_secrets(recipe: Recipe, env: Mapping[str, str] | None = None) -> list[str]:
-    """The values of every secret a run of ``recipe`` could see: the API key, the hub token
-    and every ``${NAME}`` of ``engine.args``."""
-    names = [recipe.engine.api_key_env, recipe.model.hf_token_env]
-    names += env_names(" ".join(recipe.engine.args))
-    return [value for n in names if (value := env_secret(n, env))]
 
 
 def _patterns(secrets: Iterable[str]) -> list[bytes]:

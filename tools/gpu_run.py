@@ -179,15 +179,15 @@ def stage_vllm() -> list[tuple[Path, str]]:
     return [(w, w.name) for w in wheels]
 
 
-def device_calls(parts: Sequence[Path]) -> list[dict[str, Any]]:
+def device_calls(parts: Sequence[Path], visit: str = "full") -> list[dict[str, Any]]:
     """The device calls of a visit, as the device tool's ``run`` takes them: one per part,
-    then waits for the runs."""
+    then waits for the visit's runs."""
+    cmd = f"PYTHONUNBUFFERED=1 python3 tools/gpu_run.py call --visit {visit}"
     calls: list[dict[str, Any]] = [
-        {"carry": [str(p.relative_to(REPO))], "timeout_s": 300,
-         "command": "PYTHONUNBUFFERED=1 python3 tools/gpu_run.py call 2>&1"} for p in parts]
-    for job in ("compare", "memory"):
-        calls.append({"timeout_s": 600, "command": "PYTHONUNBUFFERED=1 python3 "
-                      f"tools/gpu_run.py call --wait {job} --timeout 540 2>&1"})
+        {"carry": [str(p.relative_to(REPO))], "timeout_s": 300, "command": f"{cmd} 2>&1"}
+        for p in parts]
+    for job in (j for j in VISITS[visit] if j in RUNS and not j.endswith("-first")):
+        calls.append({"timeout_s": 600, "command": f"{cmd} --wait {job} --timeout 540 2>&1"})
     return calls
 
 
@@ -200,7 +200,7 @@ def stage(args: argparse.Namespace) -> int:
         parts += gpu_bundle.pack("vllm", stage_vllm())
     log(f"staged in {time.perf_counter() - t0:.0f} s")
     print("device calls (the device tool's run, one after the other, no pause between):")
-    for call in device_calls(parts):
+    for call in device_calls(parts, args.visit):
         print(json.dumps(call))
     return 0
 
@@ -403,14 +403,34 @@ JOBS: tuple[Job, ...] = (
         after=("memory-first",), gpu=True),
     Job("memory", needs=("venv", "vllm-env", "tiny"), after=("compare",), gpu=True,
         resumes="memory-first"),
+    # the short visit's one run: vLLM alone, eager, on a shape held apart from the overhead fit
+    Job("vllm-short", needs=("venv", "vllm-env", "tiny"), gpu=True),
 )
 RUNS = {"memory-first": "params/h200-memory.yaml", "compare": "params/h200-vllm-llamacpp.yaml",
-        "memory": "params/h200-memory.yaml"}
+        "memory": "params/h200-memory.yaml", "vllm-short": "params/h200-vllm-short.yaml"}
+#: the jobs each kind of visit runs: ``full`` (about 25 minutes of device time: llama.cpp's
+#: CUDA build, the models, the comparison, six start-only shapes) or ``vllm-short`` (a few
+#: minutes: vLLM's bundle, the kit, one eager run of vLLM on config-only weights)
+VISITS: dict[str, tuple[str, ...]] = {
+    "full": ("venv", "llamacpp-source", "llamacpp", "target", "draft", "gguf", "tiny",
+             "vllm-env", "memory-first", "compare", "memory"),
+    "vllm-short": ("venv", "tiny", "vllm-env", "vllm-short"),
+}
+#: a visit's jobs are closed under ``needs`` and ``after``
+assert all(n in VISITS[v] for v in VISITS for j in JOBS if j.name in VISITS[v]
+           for n in (*j.needs, *j.after) if not n.startswith("group:")), "visits are closed"
 NEVER_RAN = "a job it needs failed"
 STEPS = {"venv": job_venv, "llamacpp-source": job_llamacpp_source, "llamacpp": job_llamacpp,
          "target": job_target, "draft": job_draft, "gguf": job_gguf, "tiny": job_tiny,
          "vllm-env": job_vllm_env}
 assert {j.name for j in JOBS} == set(STEPS) | set(RUNS), "every job has one way to run"
+
+
+def visit_jobs() -> list[Job]:
+    """The jobs of the visit in progress (the first ``call`` of a machine names it)."""
+    chosen = JOBS_DIR / "visit"
+    visit = chosen.read_text().strip() if chosen.is_file() else "full"
+    return [j for j in JOBS if j.name in VISITS[visit]]
 
 
 def state(name: str) -> str:
@@ -447,7 +467,8 @@ def drive(args: argparse.Namespace) -> int:
                 (JOBS_DIR / f"{name}.{'ok' if proc.returncode == 0 else 'failed'}").write_text(
                     f"{time.time()}\n")
                 del running[name]
-        for job in JOBS:
+        jobs = visit_jobs()
+        for job in jobs:
             if state(job.name) != "waiting" or job.name in running:
                 continue
             ready = _ready(job, groups)
@@ -460,7 +481,7 @@ def drive(args: argparse.Namespace) -> int:
                         [sys.executable, __file__, "job", job.name], stdout=fh,
                         stderr=subprocess.STDOUT, cwd=REPO,
                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        if all(state(j.name) in ("ok", "failed") for j in JOBS) and not running:
+        if all(state(j.name) in ("ok", "failed") for j in jobs) and not running:
             return 0
         time.sleep(2)
 
@@ -506,7 +527,7 @@ def _seconds(name: str) -> str:
 def report() -> dict[str, Any]:
     """Every job's state and seconds, the tail of a failed job's log, the groups' parts."""
     out: dict[str, Any] = {"jobs": {}, "groups": gpu_bundle.receive()}
-    for job in JOBS:
+    for job in visit_jobs():
         entry: dict[str, Any] = {"state": state(job.name), "seconds": _seconds(job.name)}
         logfile = LOGS / f"{job.name}.log"
         if logfile.is_file() and entry["state"] in ("failed", "running"):
@@ -520,6 +541,8 @@ def report() -> dict[str, Any]:
 def call(args: argparse.Namespace) -> int:
     """One device call: parts in, the driver running, a wait, the state, outputs out."""
     JOBS_DIR.mkdir(parents=True, exist_ok=True)
+    if not (JOBS_DIR / "visit").is_file():  # the machine's first call names its visit
+        (JOBS_DIR / "visit").write_text(args.visit + "\n")
     for name in args.rerun:
         for end in ("started", "ok", "failed", "delivered", "finished", "child"):
             (JOBS_DIR / f"{name}.{end}").unlink(missing_ok=True)
@@ -585,12 +608,16 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--python", nargs="+", default=["3.12", "3.13"],
                    help="the GPU machine's Python (its image: 3.12); wheels for each")
     s.add_argument("--force", action="store_true", help="make every part again")
+    s.add_argument("--visit", choices=sorted(VISITS), default="full",
+                   help="the jobs the calls ask for (VISITS)")
     s.set_defaults(func=stage)
     c = sub.add_parser("call", help="there: parts in, driver on, wait, state, outputs out")
     c.add_argument("--wait", default="", help="a job to wait for")
     c.add_argument("--timeout", type=float, default=0.0, help="seconds to wait at most")
     c.add_argument("--rerun", nargs="*", default=[], help="jobs to run again")
     c.add_argument("--stop", nargs="*", default=[], help="jobs to end (SIGTERM)")
+    c.add_argument("--visit", choices=sorted(VISITS), default="full",
+                   help="the jobs this machine runs (its first call decides)")
     c.set_defaults(func=call)
     d = sub.add_parser("drive", help="there, detached: run the jobs as they become ready")
     d.set_defaults(func=drive)

@@ -48,7 +48,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from benchlib._exceptions import UsageError
-    from benchlib._secrets import env_secret, recipe_secrets, scrub_file
+    from benchlib._secrets import env_secret, scrub_file
     from benchlib.engines import (
         EngineError,
         EngineProcess,
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         redact_env,
         refuse_multi_node,
     )
-    from benchlib.recipe import load_recipe, resolve_paths
+    from benchlib.recipe import load_recipe, recipe_secrets, resolve_paths
 
     recipe = resolve_paths(load_recipe(args.params), Path.cwd())
     pairs = [(name, _with_python(r, args.engine_python)) for name, r in recipe.variant_recipes()]

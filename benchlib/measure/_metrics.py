@@ -267,6 +267,7 @@ def summarize(outcomes: Sequence[RequestOutcome], token_counts: Sequence[Sequenc
         (max(o.end_ns for o in sends) - min(o.start_ns for o in sends)) / _MS if sends else None)
     result["mean_tokens_per_chunk"] = total_out / chunks if chunks else None
     result["buffered_streams"] = sum(_buffered(o) for o in ok)
+    result["text_free_requests"] = sum(o.text_free for o in ok)
     result["output_tokens_source"] = {
         s: sum(o.output_tokens_source == s for o in ok) for s in ("usage", "tokenizer")}
     result["synthetic"] = any(o.synthetic for o in outcomes)

@@ -40,7 +40,13 @@ class RequestRecord(BaseModel):
     index: int = Field(description="the request's position in the dataset (0-based); lines "
                                    "are in completion order")
     success: bool = Field(description="a 200 event stream that ended with [DONE], carried "
-                                      "generated text and has a known output token count")
+                                      "generated text (or tokens the server counted, see "
+                                      "text_free) and has a known output token count")
+    text_free: bool = Field(
+        False, description="the server counted generated tokens but no event carried text "
+        "(ids the tokenizer cannot render: dummy weights served with a smaller tokenizer); "
+        "ttft_ms is then the first event with choices, vLLM's TTFT, and no ITL is split per "
+        "token")
     error: str = Field(description='why it failed, in words a user can act on ("" on '
                                    "success); an API key the server echoed is written ***")
     http_status: int | None = Field(description="the response's HTTP status (null: none came)")
@@ -136,15 +142,17 @@ class RequestRecord(BaseModel):
             output_tokens_source=o.output_tokens_source, finish_reason=o.finish_reason,
             clock=o.clock, clock_stepped=o.clock_stepped, generated_text=o.text,
             reasoning_text=o.reasoning, tool_call_text=o.tool_text,
-            server_timings=o.server_timings)
+            server_timings=o.server_timings, text_free=o.text_free)
 
     def to_json(self) -> dict[str, Any]:
         """The record as its JSON line's object: exactly its keys, in field order;
-        ``server_timings`` only where the server sent some (other engines' lines keep their
-        bytes)."""
+        ``server_timings`` only where the server sent some, ``text_free`` only where true
+        (other lines keep their bytes)."""
         out = self.model_dump()
         if out["server_timings"] is None:
             del out["server_timings"]
+        if not out["text_free"]:
+            del out["text_free"]
         return out
 
 

@@ -151,6 +151,10 @@ def format_result(result: MeasureResult | Mapping[str, Any], percentiles: Sequen
     if sources.get("tokenizer"):
         lines.append(_row("Output tokens by tokenizer (no usage):",
                           f"{sources['tokenizer']} of {result['completed']} requests"))
+    if result.get("text_free_requests"):
+        lines.append(_row("Tokens without text (events timed):",
+                          f"{result['text_free_requests']} of {result['completed']}: the "
+                          "tokenizer rendered none of their ids"))
     if result.get("buffered_streams"):
         lines.append(_row("Buffered streams (all chunks in 1 ms):",
                           f"{result['buffered_streams']} of {result['completed']}: their "

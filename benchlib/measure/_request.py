@@ -117,6 +117,9 @@ class RequestOutcome:
     server_prompt_tokens: int | None = None
     #: answered by benchlib's scripted server (canned timings), not an engine
     synthetic: bool = False
+    #: the server counted generated tokens but no event carried text (ids the tokenizer cannot
+    #: render: dummy weights served with a smaller tokenizer): timed by the choices events
+    text_free: bool = False
     kernel_clock: bool = False
     #: the clock this request's times come from, and whether a clock step was caught
     clock: Literal["kernel", "userspace"] = "userspace"
@@ -219,6 +222,7 @@ def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
     tools: list[str] = []
     last_choice_ns: int | None = None
     last_choice_lower_ns = 0
+    first_choice = -1  # the event index of the first event with non-empty choices
     prev_ns: int | None = None
     for n, (_, payload) in enumerate(capture.events):
         if payload == b"[DONE]":
@@ -263,6 +267,7 @@ def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
         if last_choice_ns is None:
             out.ttft_ns = arrival - capture.start_ns
             out.ttft_lower_ns = times.lower[n] - capture.start_ns
+            first_choice = n
         else:
             out.itl_ns.append(arrival - last_choice_ns)
         last_choice_ns = arrival
@@ -290,9 +295,15 @@ def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
         out.error = capture.error
     elif not capture.saw_done:
         out.error = "stream ended without [DONE]"
-    elif out.ttft_text_ns is None or last_choice_ns is None:
+    elif last_choice_ns is None or (out.ttft_text_ns is None and not (
+            out.output_tokens_source == "usage" and out.output_tokens > 0)):
         out.error = "stream carried no generated text"
     else:
+        if out.ttft_text_ns is None:  # tokens counted by the server, none rendered as text
+            out.text_free = True
+            out.ttft_text_ns = out.ttft_ns
+            out.ttft_text_lower_ns = times.lower[first_choice] - capture.start_ns
+            out.ttft_text_exact = times.exact[first_choice]
         out.latency_ns = last_choice_ns - capture.start_ns
         out.latency_lower_ns = last_choice_lower_ns - capture.start_ns
         out.end_ns = last_choice_ns

@@ -156,6 +156,10 @@ class RunMetrics(BaseModel):
     buffered_streams: int = Field(
         description="streams whose chunks (3 or more) all arrived within 1 ms: their TPOT is "
                     "not decode speed")
+    text_free_requests: int = Field(
+        0, description="successful requests whose tokens (the server's count) came without "
+        "text: ids the tokenizer cannot render (dummy weights with a smaller tokenizer); timed "
+        "by their events with choices, vLLM's way")
     output_tokens_source: TokenSources = Field(
         description="successful requests by where their output count came from")
     synthetic: bool = Field(

@@ -184,10 +184,11 @@ def overhead_model(a: ModelArch, *, tp: int, vllm_version: str, memory_gib: floa
                    gpu: GPU | None = None, max_num_batched_tokens: int | None = None,
                    max_num_seqs: int | None = None, max_model_len: int = 4096,
                    speculative: str | None = None,
-                   draft: ModelArch | None = None) -> Overhead:
+                   draft: ModelArch | None = None, cuda_graphs: bool = True) -> Overhead:
     """Activation peak, non-torch memory and CUDA-graph estimate for one GPU, vLLM's way
     (the module's docstring); ``speculative``: the recipe's method (``draft``, ``ngram``, …),
-    ``draft``: the draft model's architecture (its forward runs in the profile too)."""
+    ``draft``: the draft model's architecture (its forward runs in the profile too);
+    ``cuda_graphs``: False under ``--enforce-eager`` (nothing captured, no estimate taken)."""
     era = vllm_era(vllm_version)
     big = era != "legacy" and _big_gpu(memory_gib, gpu)
     tokens = max_num_batched_tokens or (8192 if big else 2048)
@@ -211,7 +212,8 @@ def overhead_model(a: ModelArch, *, tp: int, vllm_version: str, memory_gib: floa
     parts = {"forward": forward / GIB, "sampler": sampler / GIB,
              "moe_workspace": workspace / GIB, "topk_buffer": topk / GIB,
              "cublas": CUBLAS_WORKSPACE / GIB}
-    graphs = float(MEASURED["cuda_graph_estimate_gib"]["value"]) if runner == "v1" else 0.0
+    graphs = (float(MEASURED["cuda_graph_estimate_gib"]["value"])
+              if runner == "v1" and cuda_graphs else 0.0)
     return Overhead(activation_gib=peak / GIB,
                     non_torch_gib=float(MEASURED["non_torch_gib"]["value"]),
                     cuda_graph_gib=graphs, max_num_batched_tokens=tokens, max_num_seqs=seqs,

@@ -88,6 +88,9 @@ class PlanConfig(BaseModel):
     draft_model: Path | None = Field(
         None, description="a draft model's folder (config.json): its weights and KV layers "
         "count on every GPU beside the target's")
+    cuda_graphs: bool = Field(
+        True, description="False under --enforce-eager: no graphs captured, so vLLM takes no "
+        "CUDA-graph estimate off the KV budget")
 
     @property
     def utilization(self) -> float:
@@ -236,7 +239,8 @@ def plan(cfg: PlanConfig, arch: ModelArch | None = None) -> Plan:
     overhead = overhead_model(a, tp=tp, vllm_version=cfg.vllm_version, memory_gib=memory,
                               gpu=gpu, max_num_batched_tokens=cfg.max_num_batched_tokens,
                               max_num_seqs=cfg.max_num_seqs, max_model_len=max_len,
-                              speculative=cfg.speculative, draft=draft)
+                              speculative=cfg.speculative, draft=draft,
+                              cuda_graphs=cfg.cuda_graphs)
     # vLLM requests ceil(total × utilization) bytes (v1/worker/utils.py request_memory)
     usable = math.ceil(memory * GIB * cfg.utilization) / GIB if memory else None
     budget: float | None

@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from benchlib._exceptions import UsageError
-from benchlib._secrets import recipe_secrets, scrub_text, scrub_tree
+from benchlib._secrets import scrub_text, scrub_tree
 from benchlib.engines import check_recipe_args, refuse_multi_node
 from benchlib.pipeline._declare import RunFacts, Step, StepInputs
 from benchlib.pipeline._engine import RunEngine
@@ -47,7 +47,7 @@ from benchlib.provenance import (
     capture_environment,
     hardware_mismatches,
 )
-from benchlib.recipe import Recipe, load_recipe, resolve_paths
+from benchlib.recipe import Recipe, load_recipe, recipe_secrets, resolve_paths
 from benchlib.references import recipe_references
 
 __all__ = ["NOTEBOOKS", "RunSummary", "run_recipe"]

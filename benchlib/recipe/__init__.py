@@ -21,6 +21,7 @@ from benchlib.recipe._schema import (
     Scenario,
     Variant,
 )
+from benchlib.recipe._secrets import recipe_secrets
 from benchlib.recipe._speculative import METHODS, SpecMethod, Speculative
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "load_recipe",
     "map_paths",
     "recipe_from_dict",
+    "recipe_secrets",
     "resolve_paths",
     "variant_settings",
 ]

@@ -34,9 +34,10 @@ def test_gpu_jobs_follow_one_another_and_every_name_is_known() -> None:
     for job in gr.JOBS:
         for need in (*job.needs, *job.after, *job.yields_when):
             assert need.startswith("group:") or need in names, (job.name, need)
-    gpu = [j for j in gr.JOBS if j.gpu]
-    for earlier, later in itertools.pairwise(gpu):
-        assert earlier.name in later.after, f"{later.name} must come after {earlier.name}"
+    for visit, chosen in gr.VISITS.items():  # within a visit, GPU jobs one after another
+        gpu = [j for j in gr.JOBS if j.gpu and j.name in chosen]
+        for earlier, later in itertools.pairwise(gpu):
+            assert earlier.name in later.after, (visit, later.name, earlier.name)
     assert [j for j in gr.JOBS if j.resumes] and all(
         gr.RUNS[j.name] == gr.RUNS[j.resumes] for j in gr.JOBS if j.resumes)
 
@@ -115,9 +116,21 @@ def test_a_running_jobs_folder_comes_back_with_every_call(gr: ModuleType, tmp_pa
     out = tmp_path / "OUT"
     out.mkdir()
     monkeypatch.setenv("OUT", str(out))
-    args = gr.main.__globals__["argparse"].Namespace(rerun=[], stop=[], wait="", timeout=0)
+    args = gr.main.__globals__["argparse"].Namespace(rerun=[], stop=[], wait="", timeout=0,
+                                                       visit="full")
     assert gr.call(args) == 0
     with tarfile.open(out / "compare.partial.tar.gz") as tar:
         assert "c/v/03_measure.json" in tar.getnames()
     status = json.loads((out / "status.json").read_text())
     assert status["jobs"]["compare"]["state"] == "running"
+
+
+def test_a_visit_runs_its_own_jobs_and_its_calls_wait_for_its_runs(gr: ModuleType) -> None:
+    """The short visit: vLLM's bundle, the kit, one run; no llama.cpp build, no model made."""
+    (gr.JOBS_DIR / "visit").write_text("vllm-short\n")
+    assert [j.name for j in gr.visit_jobs()] == ["venv", "tiny", "vllm-env", "vllm-short"]
+    calls = gr.device_calls([gr.REPO / ".device/parts/base-00"], "vllm-short")
+    assert all("--visit vllm-short" in c["command"] for c in calls)
+    assert [c["command"].split("--wait ")[1].split()[0] for c in calls[1:]] == ["vllm-short"]
+    full = gr.device_calls([], "full")
+    assert [c["command"].split("--wait ")[1].split()[0] for c in full] == ["compare", "memory"]

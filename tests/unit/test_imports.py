@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchlib._layers import LAYERS, layer_of
+
 ROOT = Path(__file__).resolve().parents[2] / "benchlib"
 
 
@@ -45,12 +47,14 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement that can run: all levels, ``if TYPE_CHECKING:`` bodies left out."""
+def _runtime_imports(tree: ast.AST, type_checking: bool = False
+                     ) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run: all levels, ``if TYPE_CHECKING:`` bodies left out
+    (kept with ``type_checking``: the layers hold for the types a module names too)."""
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if isinstance(node, ast.If) and _is_type_checking(node.test) and not type_checking:
             stack.extend(node.orelse)
             continue
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -70,7 +74,8 @@ def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
 class Graph:
     """Module → module edges of benchlib, re-exports resolved as the module docstring says."""
 
-    def __init__(self) -> None:
+    def __init__(self, type_checking: bool = False) -> None:
+        self.type_checking = type_checking
         self.modules = _modules()
         self.packages = {m for m, p in self.modules.items() if p.name == "__init__.py"}
         self.trees = {m: ast.parse(p.read_text(encoding="utf-8"), str(p))
@@ -117,7 +122,7 @@ class Graph:
             yield self.defining_module(source, alias.name)
 
     def _collect(self, module: str) -> None:
-        for node in _runtime_imports(self.trees[module]):
+        for node in _runtime_imports(self.trees[module], self.type_checking):
             for target in self._targets(module, node):
                 if target != module:
                     self.edges.append(Edge(module, target, node.lineno))
@@ -237,5 +242,47 @@ def test_no_layer_import_cycle() -> None:
     """Subpackages (and top-level modules) import each other one way only: no layer loop,
     even through lazy imports of different modules."""
     g = Graph()
+    loops = g.cycles({m: _layer(m) for m in g.modules})
+    assert not loops, "layer cycles:\n" + "\n".join(map(_describe, loops))
+
+
+def upward(edges: list[Edge]) -> list[Edge]:
+    """The edges that break :data:`benchlib._layers.LAYERS`: to a package of the same or a
+    higher layer (inside one package anything goes; the root package stands outside)."""
+    bad = []
+    for e in edges:
+        src, dst = layer_of(e.source), layer_of(e.target)
+        if _layer(e.source) == _layer(e.target) or src is None or dst is None:
+            continue
+        if dst >= src:
+            bad.append(e)
+    return bad
+
+
+def test_every_package_has_a_layer() -> None:
+    names = {m.split(".")[1] for m in _modules() if m.count(".") >= 1}
+    assert names == {n for layer in LAYERS for n in layer}, (
+        "benchlib/_layers.py lists the packages: add a new one to its layer")
+
+
+def test_imports_only_go_down_the_declared_layers() -> None:
+    """Every import, TYPE_CHECKING ones included, goes to a lower layer."""
+    bad = upward(Graph(type_checking=True).edges)
+    assert not bad, "imports against benchlib/_layers.py:\n" + _describe(bad)
+
+
+def test_a_planted_upward_import_is_caught() -> None:
+    """The check can fail: measure (layer 2) importing pipeline (5), and recipe importing
+    engines (same-or-higher), are named; a package importing itself or a lower one is not."""
+    planted = [Edge("benchlib.measure._run", "benchlib.pipeline._runner", 7),
+               Edge("benchlib.recipe._schema", "benchlib.engines._flags", 9),
+               Edge("benchlib.recipe._schema", "benchlib.scripted._server", 11),
+               Edge("benchlib.pipeline._runner", "benchlib.pipeline._folder", 3),
+               Edge("benchlib.pipeline._runner", "benchlib.measure._run", 4)]
+    assert upward(planted) == planted[:3]
+
+
+def test_no_cycle_with_type_checking_imports() -> None:
+    g = Graph(type_checking=True)
     loops = g.cycles({m: _layer(m) for m in g.modules})
     assert not loops, "layer cycles:\n" + "\n".join(map(_describe, loops))

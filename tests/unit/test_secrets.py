@@ -11,12 +11,11 @@ import pytest
 from benchlib._secrets import (
     ScrubbingWriter,
     SecretFilter,
-    recipe_secrets,
     scrub_bytes,
     scrub_file,
     scrub_tree,
 )
-from benchlib.recipe import recipe_from_dict
+from benchlib.recipe import recipe_from_dict, recipe_secrets
 
 SECRET = "sk-planted-secret-93af"
 

@@ -205,6 +205,8 @@ def _settings(recipe: Recipe, model: Path, cache_config: Mapping[str, str]
             value = _arg(args, *flags)
             if value is not None:
                 cfg[key] = kind(value)
+        if "--enforce-eager" in args:  # nothing captured: no CUDA-graph estimate
+            cfg["cuda_graphs"] = False
         if "block_size" not in cfg and _label_int(cache_config, "block_size"):
             cfg["block_size"] = _label_int(cache_config, "block_size")
             extra["block_size_from"] = "/metrics vllm:cache_config_info{block_size}"

@@ -23,7 +23,8 @@ TABLE_COLUMNS = ["scenario", "endpoint", "input_len", "output_len", "concurrency
                  "mean_tokens_per_chunk", "server_acceptance_length", "kv_cache_usage_peak",
                  "kv_cache_usage_expected", "requests_waiting_peak", "preemptions",
                  "avg_power_w", "peak_power_w", "idle_power_w",
-                 "buffered_streams", "exact_ttft_fraction", "client_bound", "client_bound_by",
+                 "buffered_streams", "text_free_requests", "exact_ttft_fraction",
+                 "client_bound", "client_bound_by",
                  "sdk_median_ttft_ms", "sdk_median_tpot_ms"]
 #: the figures of a measurement's ``energy`` block (benchlib.energy.EnergyResult) that its
 #: record also carries at the top, for the table, the report and the write-up to cite

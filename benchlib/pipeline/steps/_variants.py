@@ -50,6 +50,11 @@ def timing_caveats(row: Any) -> list[str]:
     if buffered:
         notes.append(f"{int(buffered)} of {int(completed or 0)} streams arrived in bursts "
                      "(TTFT, TPOT are bounds)")
+    free = row.get("text_free_requests")
+    if free:
+        notes.append(f"{int(free)} of {int(completed or 0)} streams carried tokens without text "
+                     "(the tokenizer renders none of the model's ids): TTFT from the first "
+                     "event, as vLLM times it")
     if row.get("client_bound") is True:
         by = row.get("client_bound_by")
         if isinstance(by, str) and by:

@@ -176,3 +176,20 @@ def test_a_clock_step_falls_back_to_read_times_and_is_flagged() -> None:
                           [(1, True, chat({"content": "a"})), (1, False, usage(1)),
                            (1, False, b"[DONE]")], drift_ns=10_000)
     assert not decode_capture(0, 5, small, "chat").clock_stepped  # slew, not a step
+
+
+def test_tokens_without_text_are_timed_by_their_events_when_the_server_counted_them() -> None:
+    """Dummy weights served with a smaller tokenizer: every event has choices, none renders
+    text, and usage counts the tokens. The request is measured, by its events (vLLM's TTFT),
+    and says so; without the server's count it is still a named failure."""
+    events = [(3, {"id": "x", "choices": [{"text": ""}]}),
+              (7, {"id": "x", "choices": [{"text": ""}]}),
+              (11, {"id": "x", "choices": [{"text": "", "finish_reason": "length"}]})]
+    out = decode_capture(0, 5, capture([*events, (12, usage(3))]), "completions")
+    assert out.success and out.text_free and out.text == ""
+    assert out.ttft_text_ns == out.ttft_ns == 3 * MS and out.latency_ns == 11 * MS
+    assert out.output_tokens == 3 and out.itl_ns == [4 * MS, 4 * MS]
+    uncounted = decode_capture(0, 5, capture(events), "completions")
+    assert not uncounted.success and uncounted.error == "stream carried no generated text"
+    assert not decode_capture(0, 5, capture([(1, chat({"content": "a"})), (2, usage(1))]),
+                              "chat").text_free

@@ -85,3 +85,14 @@ def test_small_gpus_profile_fewer_tokens_and_older_vllm_keeps_its_fitted_model()
     assert overhead_model(a, tp=1, vllm_version="0.26.0", memory_gib=44.0).max_num_seqs == 256
     legacy = overhead_model(a, tp=1, vllm_version="0.12", memory_gib=79.18)
     assert legacy.runner == "legacy" and legacy.cuda_graph_gib == 0.0
+
+
+def test_enforce_eager_takes_no_cuda_graph_estimate() -> None:
+    """--enforce-eager captures no graph, so vLLM takes no estimate off the KV budget; with
+    graphs, the V1 runner takes the measured one."""
+    a = _arch("qwen--qwen3-30b-a3b")
+    graphs = overhead_model(a, tp=1, vllm_version="0.26.0", memory_gib=139.8)
+    eager = overhead_model(a, tp=1, vllm_version="0.26.0", memory_gib=139.8, cuda_graphs=False)
+    assert graphs.runner == eager.runner == "v1"
+    assert graphs.cuda_graph_gib > 0 and eager.cuda_graph_gib == 0.0
+    assert graphs.total_gib - eager.total_gib == pytest.approx(graphs.cuda_graph_gib)
