@@ -153,7 +153,7 @@ test: engines model lint browser lm-eval
 	BENCHLIB_LLAMA_SERVER=$(CURDIR)/$(LLAMACPP)/bin/llama-server \
 	BENCHLIB_TINY_GGUF=$(CURDIR)/$(GGUF) \
 	BENCHLIB_REAL_MODEL=$(CURDIR)/$(REAL) BENCHLIB_REAL_GGUF=$(CURDIR)/$(REAL_GGUF) \
-		$(VENV)/bin/pytest -q --durations=25 tests
+		$(VENV)/bin/pytest -q -rs --durations=25 tests
 
 # GuideLLM for the accuracy benchmark, in its own environment (it pulls a CUDA torch build:
 # about 6 GB; benchmark only, never CI)

@@ -1,5 +1,6 @@
 """A report opened in headless Chromium (Debian's, driven by Playwright): console errors,
-failed loads, each figure's rendered size, a full-page screenshot.
+failed loads, each figure's rendered size, the page's width against its viewport (and the
+elements that stick out), a full-page screenshot.
 
 ``make test`` installs Chromium and names it in ``BENCHLIB_CHROMIUM``: then a missing browser
 fails the test. Run by hand without it, the test uses ``/usr/bin/chromium`` or is skipped."""
@@ -7,6 +8,7 @@ fails the test. Run by hand without it, the test uses ``/usr/bin/chromium`` or i
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +39,11 @@ class Opened:
     figures: dict[str, int] = field(default_factory=dict)  # id → rendered width (px)
     title: str = ""
     text: str = ""
+    viewport_width: int = 0
+    #: the document's scrollable width: over viewport_width means a horizontal scroll
+    scroll_width: int = 0
+    #: elements whose right edge passes the viewport: "tag#id.class (right edge px)"
+    overflowing: list[str] = field(default_factory=list)
 
 
 def open_report(page_path: Path, screenshot: Path, figures: tuple[str, ...]) -> Opened:
@@ -58,9 +65,30 @@ def open_report(page_path: Path, screenshot: Path, figures: tuple[str, ...]) -> 
                     "id => { const i = document.querySelector(`#fig-${id} img`);"
                     " return i && i.complete ? i.naturalWidth : 0 }", fig)
                 seen.figures[fig] = int(width)
+            seen.viewport_width = int(page.evaluate("window.innerWidth"))
+            seen.scroll_width = int(page.evaluate(
+                "Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)"))
+            seen.overflowing = list(page.evaluate(
+                "w => [...document.querySelectorAll('body *')].filter(e => "
+                "e.getBoundingClientRect().right > w + 0.5).slice(0, 20).map(e => "
+                "`${e.tagName.toLowerCase()}${e.id ? '#' + e.id : ''}"
+                "${e.className ? '.' + e.className : ''} "
+                "(${Math.round(e.getBoundingClientRect().right)})`)",
+                seen.viewport_width))
             seen.title = page.title()
             seen.text = page.inner_text("body")
             page.screenshot(path=str(screenshot), full_page=True)
         finally:
             browser.close()
     return seen
+
+
+_PATH = re.compile(r"(?<![\w:/+.=\-~])/(?:[\w.@+~\-]+/){3,}[\w.@+~\-]*")
+_SYSTEM = ("/usr/", "/bin/", "/sbin/", "/lib", "/opt/", "/etc/", "/dev/", "/proc/", "/sys/")
+
+
+def machine_paths(page: str) -> list[str]:
+    """Absolute paths of four parts or more in a page (figures' data: URIs aside) that name a
+    machine's layout rather than its system: what a report must not show."""
+    text = re.sub(r"data:[\w/+.\-]+;base64,[A-Za-z0-9+/=]+", "", page)
+    return [p for p in _PATH.findall(text) if not p.startswith(_SYSTEM)]

@@ -1,4 +1,5 @@
-"""Shared fixtures: the tiny model (generated once per session) and the scripted server."""
+"""Shared fixtures: the tiny model (generated once per session) and the scripted server; the
+run's closing list of every skip with its reason."""
 
 from __future__ import annotations
 
@@ -79,3 +80,20 @@ def scripted(tmp_path: Path) -> Iterator[Callable[..., ScriptedServerProcess]]:
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """End every run with the skips it took, grouped by reason with their counts and tests:
+    a skip is never silent (``make test`` passes ``-rs`` too, which lists them one by one)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    reasons: dict[str, list[str]] = {}
+    for report in skipped:
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reasons.setdefault(reason.removeprefix("Skipped: "), []).append(report.nodeid)
+    terminalreporter.write_sep("=", f"skips taken: {len(skipped)}")
+    for reason, nodes in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
+        terminalreporter.write_line(f"{len(nodes):>4} × {reason}")
+        for node in nodes:
+            terminalreporter.write_line(f"       {node}")

@@ -26,6 +26,8 @@ class StreamCapture:
     end_ns: int = 0
     status: int | None = None
     content_type: str = ""
+    #: the response said it came from benchlib's scripted server (x-benchlib-synthetic)
+    synthetic: bool = False
     events: list[tuple[int, bytes]] = field(default_factory=list)
     body: bytearray = field(default_factory=bytearray)
     saw_done: bool = False

@@ -328,6 +328,8 @@ class Connection:
                 for name, value in event.headers:
                     if name == b"content-type":
                         capture.content_type = value.decode("latin-1").lower()
+                    elif name == b"x-benchlib-synthetic":
+                        capture.synthetic = True
             elif isinstance(event, h11.InformationalResponse):
                 continue
             elif isinstance(event, h11.EndOfMessage):

@@ -143,6 +143,36 @@ def _per_token_itls(o: RequestOutcome, counts: Sequence[float]) -> list[float]:
     return out
 
 
+def _figure_bounds(ok: Sequence[RequestOutcome]
+                   ) -> dict[str, tuple[list[float], list[float], list[float]]]:
+    """Each request's TTFT (vLLM's view and to the first text), TPOT and E2EL with the bounds
+    its reads leave them (ms): what the timing block judges ``client_bound`` on. A bound the
+    outcome does not carry is the value itself."""
+    out: dict[str, tuple[list[float], list[float], list[float]]] = {
+        m: ([], [], []) for m in ("ttft", "ttft_text", "tpot", "e2el")}
+
+    def add(metric: str, value: float, lower: float, upper: float) -> None:
+        for column, x in zip(out[metric], (value, lower, upper), strict=True):
+            column.append(x / _MS)
+
+    for o in ok:
+        ttft_lo = o.ttft_ns if o.ttft_lower_ns is None else o.ttft_lower_ns
+        lat_lo = o.latency_ns if o.latency_lower_ns is None else o.latency_lower_ns
+        if o.ttft_ns is not None and ttft_lo is not None:
+            add("ttft", o.ttft_ns, ttft_lo, o.ttft_ns)
+        if o.ttft_text_ns is not None:
+            text_lo = o.ttft_text_lower_ns
+            add("ttft_text", o.ttft_text_ns, o.ttft_text_ns if text_lo is None else text_lo,
+                o.ttft_text_ns)
+        if o.latency_ns is not None and lat_lo is not None:
+            add("e2el", o.latency_ns, lat_lo, o.latency_ns)
+            n = o.output_tokens
+            if n > 1 and o.ttft_ns is not None and ttft_lo is not None:
+                add("tpot", (o.latency_ns - o.ttft_ns) / (n - 1),
+                    (lat_lo - o.ttft_ns) / (n - 1), (o.latency_ns - ttft_lo) / (n - 1))
+    return out
+
+
 def timing_of(outcomes: Sequence[RequestOutcome]) -> Timing:
     """The timing self-check over ``outcomes`` (a run's, or one worker's share of it)."""
     ok = [o for o in outcomes if o.success]
@@ -152,7 +182,8 @@ def timing_of(outcomes: Sequence[RequestOutcome]) -> Timing:
         [o.clock for o in ok], sum(o.clock_stepped for o in outcomes),
         [g for o in ok for g in o.read_lags_ns], sum(o.reads for o in ok),
         sum(o.stamped_reads for o in ok), sum(o.coalesced_gaps for o in ok),
-        [g for o in outcomes if (g := o.release_lag_ns) is not None])
+        [g for o in outcomes if (g := o.release_lag_ns) is not None],
+        figure_bounds=_figure_bounds(ok))
 
 
 def summarize(outcomes: Sequence[RequestOutcome], token_counts: Sequence[Sequence[float]], *,
@@ -244,6 +275,7 @@ def summarize(outcomes: Sequence[RequestOutcome], token_counts: Sequence[Sequenc
     result["text_free_requests"] = sum(o.text_free for o in ok)
     result["output_tokens_source"] = {
         s: sum(o.output_tokens_source == s for o in ok) for s in ("usage", "tokenizer")}
+    result["synthetic"] = any(o.synthetic for o in outcomes)
     result["timing"] = timing_of(outcomes)
     # per-request lists, as the reference writes them (seconds)
     result["input_lens"] = [_input_tokens(o) for o in outcomes]

@@ -84,10 +84,16 @@ def _timing_lines(timing: Mapping[str, Any]) -> list[str]:
     if timing.get("clock_stepped_requests"):
         lines.append(_row("Clock stepped (read times used):", timing["clock_stepped_requests"]))
     if timing.get("client_bound"):
+        figures = timing.get("client_bound_figures") or {}
+        moved = ", ".join(f"{k} ±{v:.1%}" for k, v in sorted(figures.items(),
+                                                            key=lambda kv: -kv[1])[:4])
+        limit = timing.get("client_bound_share_limit") or 0.01
         lines.append(f"WARNING: client-bound: reads lagged up to {timing['p99_read_lag_ms']:.2f} "
                      f"ms (p99) behind arrivals, so events merged into one read and their times "
-                     f"are bounds, not stamps. Split the load over more client processes "
-                     f"(--workers N, or hosts: --ray-address) or lower --max-concurrency.")
+                     f"are bounds, not stamps; within their bounds these figures could move by "
+                     f"more than {limit:.0%}: {moved or 'see timing'}. Split the load over more "
+                     f"client processes (--workers N, or hosts: --ray-address) or lower "
+                     f"--max-concurrency.")
     return lines
 
 
@@ -203,5 +209,8 @@ def format_result(result: MeasureResult | Mapping[str, Any], percentiles: Sequen
     if result.get("workers"):
         lines.extend(_worker_lines(result["workers"]))
     lines.extend(_failure_lines(result.get("errors") or ()))
+    if result.get("synthetic"):
+        lines.append("SYNTHETIC: benchlib's scripted server answered (canned timings): these "
+                     "figures test the kit, they measure no engine.")
     lines.append("=" * 50)
     return "\n".join(lines)

@@ -99,6 +99,10 @@ class RequestOutcome:
     finish_reason: str | None = None
     ttft_ns: int | None = None
     latency_ns: int | None = None
+    #: lower bounds of the first and last choices events' arrivals (vLLM's view), as
+    #: ``ttft_text_lower_ns`` is of the first text: equal to the value where it is exact
+    ttft_lower_ns: int | None = None
+    latency_lower_ns: int | None = None
     itl_ns: list[int] = field(default_factory=list)
     ttft_text_ns: int | None = None
     ttft_text_lower_ns: int | None = None
@@ -115,6 +119,8 @@ class RequestOutcome:
     output_tokens: int = 0
     output_tokens_source: Literal["usage", "tokenizer", "none"] = "none"
     server_prompt_tokens: int | None = None
+    #: answered by benchlib's scripted server (canned timings), not an engine
+    synthetic: bool = False
     #: the server counted generated tokens but no event carried text (ids the tokenizer cannot
     #: render: dummy weights served with a smaller tokenizer): timed by the choices events
     text_free: bool = False
@@ -219,7 +225,8 @@ def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
                          http_status=capture.status, kernel_clock=capture.kernel_clock,
                          end_ns=capture.end_ns, clock=times.clock,
                          clock_stepped=times.clock_stepped, read_lags_ns=times.read_lags,
-                         reads=times.reads, stamped_reads=times.stamped_reads)
+                         reads=times.reads, stamped_reads=times.stamped_reads,
+                         synthetic=capture.synthetic)
     if capture.status is not None and capture.status != 200:
         out.error = f"HTTP {capture.status}: {_error_message(bytes(capture.body))}"
         return out
@@ -234,6 +241,7 @@ def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
     reasoning: list[str] = []
     tools: list[str] = []
     last_choice_ns: int | None = None
+    last_choice_lower_ns = 0
     first_choice = -1  # the event index of the first event with non-empty choices
     prev_ns: int | None = None
     for n, (_, payload) in enumerate(capture.events):
@@ -278,10 +286,12 @@ def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
         # vLLM's view: every event with non-empty choices is a "token"
         if last_choice_ns is None:
             out.ttft_ns = arrival - capture.start_ns
+            out.ttft_lower_ns = times.lower[n] - capture.start_ns
             first_choice = n
         else:
             out.itl_ns.append(arrival - last_choice_ns)
         last_choice_ns = arrival
+        last_choice_lower_ns = times.lower[n]
         if finish:
             out.finish_reason = str(finish)
         if not text:
@@ -315,6 +325,7 @@ def decode_capture(index: int, prompt_len: int, capture: StreamCapture,
             out.ttft_text_lower_ns = times.lower[first_choice] - capture.start_ns
             out.ttft_text_exact = times.exact[first_choice]
         out.latency_ns = last_choice_ns - capture.start_ns
+        out.latency_lower_ns = last_choice_lower_ns - capture.start_ns
         out.end_ns = last_choice_ns
         out.success = True
     return out

@@ -176,6 +176,10 @@ class RunMetrics(BaseModel):
         "by their events with choices, vLLM's way")
     output_tokens_source: TokenSources = Field(
         description="successful requests by where their output count came from")
+    synthetic: bool = Field(
+        False, description="true when benchlib's scripted server answered (it says so in an "
+                           "x-benchlib-synthetic header): canned timings that test the kit, "
+                           "not an engine's figures")
     timing: Timing = Field(description="how far these times can be trusted")
     input_lens: list[int] = Field(description="per request, as total_input_tokens counts it")
     output_lens: list[int] = Field(description="per request: output tokens (0 when failed)")

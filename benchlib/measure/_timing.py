@@ -17,11 +17,20 @@ and flagged.
 The run's ``timing`` block says which clock timed it, how many TTFTs are exact, how wide the
 bounds are, how late the client read the sockets, and whether the client — not the server —
 limited the accuracy (``client_bound``), with what to do about it.
+
+A late read does not move a kernel stamp: it only merges events into one read, and what that
+costs is already in each request's bounds. So ``client_bound`` is judged on the figures, not
+on the lag alone: each headline figure (mean, median and p99 of TTFT, TTFT to the first text,
+TPOT and E2EL) is computed on every request's lower and on its upper bound, and the spread,
+as a share of the figure, is how far the late reads could have moved it. A run is
+``client_bound`` when its reads lagged over ``CLIENT_LAG_MS`` at the 99th percentile *and* a
+figure could move by more than ``CLIENT_BOUND_SHARE`` (1 %): ``client_bound_figures`` names
+them with their shares. A run whose every TTFT is an exact stamp is not flagged for a lag.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -30,11 +39,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchlib.measure._connection import StreamCapture
 
-__all__ = ["CLIENT_LAG_MS", "EventTimes", "Timing", "event_times", "timing_summary"]
+__all__ = ["CLIENT_BOUND_SHARE", "CLIENT_LAG_MS", "EventTimes", "FigureBounds", "Timing",
+           "event_times", "figure_shares", "timing_summary"]
 
 #: a read more than this late (user-space read − kernel stamp) at the 99th percentile means
 #: the client, not the server, set the accuracy: events coalesce into one read from there on
 CLIENT_LAG_MS = 1.0
+#: a figure whose per-request bounds let it move by more than this share of itself is one
+#: the late reads could distort (with the lag over CLIENT_LAG_MS: client_bound)
+CLIENT_BOUND_SHARE = 0.01
 #: offset drift tolerated between a request's start and end before it counts as a clock step:
 #: the measuring error of the offset plus NTP's maximum slew (500 ppm) over the request
 _STEP_TOLERANCE_NS = 1_000_000
@@ -104,6 +117,30 @@ def event_times(capture: StreamCapture) -> EventTimes:
     return out
 
 
+#: per metric (``ttft``, ``ttft_text``, ``tpot``, ``e2el``): each request's value (the
+#: reported one, ms), its lower and its upper bound
+FigureBounds = Mapping[str, tuple[Sequence[float], Sequence[float], Sequence[float]]]
+_FIGURE_STATS = (("mean", np.mean), ("median", np.median),
+                 ("p99", lambda a: np.percentile(a, 99)))
+
+
+def figure_shares(bounds: FigureBounds) -> dict[str, float]:
+    """How far each headline figure could move within its requests' bounds, as a share of the
+    figure: ``(stat(upper) − stat(lower)) / |stat(value)|`` for mean, median and p99 (each is
+    monotone in every request's value, so the true figure lies between the two). Keyed as the
+    result keys them (``median_ttft_ms``); a figure of 0 or of no request is left out."""
+    out: dict[str, float] = {}
+    for metric, (values, lower, upper) in bounds.items():
+        if not values:
+            continue
+        v, lo, hi = (np.asarray(x, dtype=np.float64) for x in (values, lower, upper))
+        for name, fn in _FIGURE_STATS:
+            figure = float(fn(v))
+            if figure != 0.0:
+                out[f"{name}_{metric}_ms"] = float(fn(hi) - fn(lo)) / abs(figure)
+    return out
+
+
 def _pct(values: Sequence[float], p: float) -> float | None:
     return float(np.percentile(np.asarray(values, dtype=np.float64), p)) if values else None
 
@@ -132,11 +169,25 @@ class Timing(BaseModel):
         description="99th percentile of when Python read the bytes − when they arrived "
                     "(stamped reads): how late the client read its sockets")
     client_bound: bool | None = Field(
-        description="p99_read_lag_ms exceeded client_lag_limit_ms: the client, not the "
-                    "server, limited the accuracy (events merged into one read); run fewer "
-                    "streams per process")
+        description="p99_read_lag_ms exceeded client_lag_limit_ms and the events its late "
+                    "reads merged left a headline figure free to move by more than "
+                    "client_bound_share_limit of itself (client_bound_figures): the client, "
+                    "not the server, limited the accuracy; run fewer streams per process")
     client_lag_limit_ms: float = Field(
-        description="the read lag above which a run counts as client_bound")
+        description="the read lag above which a run can count as client_bound")
+    client_bound_share_limit: float = Field(
+        CLIENT_BOUND_SHARE, description="the share of a figure its bounds may span before a "
+                                        "lagging run counts as client_bound")
+    figure_bound_shares: dict[str, float] | None = Field(
+        None, description="per headline figure (mean, median, p99 of ttft, ttft_text, tpot, "
+                          "e2el; keyed as the result keys them): (figure over the requests' "
+                          "upper bounds − over their lower bounds) / figure, how far merged "
+                          "reads could have moved it; 0 where every time is exact")
+    client_bound_figures: dict[str, float] = Field(
+        default_factory=dict,
+        description="the figures that make the run client_bound, with their shares: over "
+                    "client_bound_share_limit, in a run whose reads lagged over "
+                    "client_lag_limit_ms; empty when not client_bound")
     coalesced_gaps: int = Field(
         description="gaps between text events that one read delivered together, over all "
                     "successful requests (not measured, not reported as ITLs)")
@@ -154,12 +205,15 @@ class Timing(BaseModel):
 
 def timing_summary(ttft_bounds: Sequence[tuple[int, int, bool]], clocks: Sequence[ClockKind],
                    stepped: int, read_lags_ns: Sequence[int], reads: int, stamped_reads: int,
-                   coalesced_gaps: int, release_lags_ns: Sequence[int] = ()) -> Timing:
+                   coalesced_gaps: int, release_lags_ns: Sequence[int] = (),
+                   figure_bounds: FigureBounds | None = None) -> Timing:
     """The run's ``timing`` block.
 
     ``ttft_bounds`` holds ``(upper_ns, lower_ns, exact)`` of each successful request's first
     text event; ``clocks`` the clock each successful request was timed with;
-    ``release_lags_ns`` how late each scheduled request was released.
+    ``release_lags_ns`` how late each scheduled request was released; ``figure_bounds`` the
+    per-request values and bounds the headline figures are judged on (none given: judged on
+    the first text's TTFT bounds alone).
     """
     release_ms = [g / _MS for g in release_lags_ns]
     kinds = set(clocks)
@@ -168,7 +222,14 @@ def timing_summary(ttft_bounds: Sequence[tuple[int, int, bool]], clocks: Sequenc
     widths = [(u - lo) / _MS for u, lo, _ in ttft_bounds]
     lags_ms = [g / _MS for g in read_lags_ns]
     p99_lag = _pct(lags_ms, 99)
-    client_bound: bool | None = None if p99_lag is None else p99_lag > CLIENT_LAG_MS
+    if figure_bounds is None:
+        figure_bounds = {"ttft_text": ([u / _MS for u, _, _ in ttft_bounds],
+                                       [lo / _MS for _, lo, _ in ttft_bounds],
+                                       [u / _MS for u, _, _ in ttft_bounds])}
+    shares = figure_shares(figure_bounds)
+    lagged = p99_lag is not None and p99_lag > CLIENT_LAG_MS
+    over = {k: v for k, v in shares.items() if v > CLIENT_BOUND_SHARE} if lagged else {}
+    client_bound: bool | None = None if p99_lag is None else bool(over)
     return Timing(
         clock=clock,
         stamped_read_fraction=stamped_reads / reads if reads else None,
@@ -180,6 +241,8 @@ def timing_summary(ttft_bounds: Sequence[tuple[int, int, bool]], clocks: Sequenc
         p99_read_lag_ms=p99_lag,
         client_bound=client_bound,
         client_lag_limit_ms=CLIENT_LAG_MS,
+        figure_bound_shares=shares or None,
+        client_bound_figures=over,
         coalesced_gaps=coalesced_gaps,
         clock_stepped_requests=stepped,
         p99_release_lag_ms=_pct(release_ms, 99),

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["read_results", "save_results", "write_atomic"]
+__all__ = ["read_results", "save_results", "synthetic_results", "write_atomic"]
 
 
 def save_results(results_path: str | Path, results: BaseModel | dict[str, Any]) -> None:
@@ -43,3 +43,11 @@ def read_results(results_path: str | Path) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         return data
     return {}
+
+
+def synthetic_results(results: dict[str, Any]) -> bool | None:
+    """Whether a step's results hold a measurement answered by benchlib's scripted server
+    (a result's ``synthetic``: canned timings, no engine); None when it measured nothing."""
+    flags = [r["synthetic"] for r in results.values()
+             if isinstance(r, dict) and isinstance(r.get("synthetic"), bool)]
+    return any(flags) if flags else None

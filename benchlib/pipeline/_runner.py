@@ -36,7 +36,7 @@ from benchlib.pipeline._execute import execute_step
 from benchlib.pipeline._fairness import probe_differences
 from benchlib.pipeline._folder import RunFolder, RunState
 from benchlib.pipeline._paths import kit_root, portable, portable_recipe
-from benchlib.pipeline._results import read_results
+from benchlib.pipeline._results import read_results, synthetic_results
 from benchlib.pipeline._resume import done_steps
 from benchlib.pipeline._sidecar import Sidecar, Status, StepError, write_sidecar
 from benchlib.pipeline.steps import step_table
@@ -165,7 +165,8 @@ class _Runner:
             step=step.name, notebook=out_nb.name, status=status, error=error,
             started_at=started, finished_at=_now(),
             duration_s=round(time.perf_counter() - t0, 3), params=params,
-            results=results, provenance=self.provenance()), secrets=self.secrets)
+            results=results, provenance=self.provenance().model_copy(
+                update={"synthetic": synthetic_results(results)})), secrets=self.secrets)
         self.log(f"{step.name}: {status}" + (f" ({error.ename}: {error.evalue})" if error
                                              else ""))
         return status

@@ -25,6 +25,7 @@ PROVENANCE_FACTS: tuple[tuple[str, tuple[str | int, ...]], ...] = (
     ("driver", ("hardware", "driver_version")),
     ("power limit W", ("hardware", "gpus", 0, "power_limit_w")),
     ("CPU", ("hardware", "cpu", "model")), ("python", ("python",)),
+    ("synthetic (scripted server)", ("synthetic",)),
 )
 
 

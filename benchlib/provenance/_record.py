@@ -75,3 +75,8 @@ class Provenance(BaseModel):
     python: str = Field(description="interpreter implementation and version")
     packages: dict[str, str] = Field(description="every installed distribution → version")
     environment_yml_sha256: str | None = Field(description="hash of environment.yml")
+    synthetic: bool | None = Field(
+        None, description="true when a measurement of this step was answered by benchlib's "
+                          "scripted server (canned timings, no engine: its figures test the "
+                          "kit); false when every one came from a real server; null for a "
+                          "step that measured nothing")

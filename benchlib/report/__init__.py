@@ -18,12 +18,14 @@ import nbformat
 
 from benchlib._exceptions import UsageError
 from benchlib.pipeline._folder import RunFolder
+from benchlib.pipeline._paths import kit_root
 from benchlib.pipeline._results import read_results, write_atomic
 from benchlib.recipe import Recipe
 from benchlib.references import Reference
 from benchlib.report._context import ALIASES, report_context, variant_names
 from benchlib.report._energy import power_png
 from benchlib.report._html import FIGURES, render_html
+from benchlib.report._relpaths import relative_paths
 from benchlib.report._shape import shape_context
 from benchlib.report._writeup import (
     DEFAULT_SKELETON,
@@ -82,7 +84,8 @@ def render_report(run_dir: str | Path, skeleton: Path | None = None,
     names = variant_names(run, ctx["recipe"])
     launches = {n: read_results(run.variant(n).results("02_launch")) for n in names}
     power = power_png(ctx, {n: run.variant(n).measure_dir for n in names})
-    page = render_html(ctx, markdown, launches, state.get("statuses") or {}, power)
+    page = relative_paths(render_html(ctx, markdown, launches, state.get("statuses") or {},
+                                      power), run.path, [kit_root()])
     files = ReportFiles(html=run.path / "report.html", markdown=run.path / "writeup.md",
                         notebook=notebook)
     write_atomic(files.markdown, markdown)

@@ -35,14 +35,21 @@ __all__ = ["FIGURES", "render_html"]
 
 #: the figures every report carries (their ids), when anything was measured
 FIGURES = ("pareto", "spread")
-_STYLE = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:78em;color:#222;
-line-height:1.45}h1{margin-bottom:.2em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;
-margin-top:2em}table{border-collapse:collapse;margin:.6em 0;font-size:.86em}td,th{border:1px
-solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}th{background:#f3f3f3}
+#: a laptop's page: nothing wider than the viewport (tests/browser holds it at 1,280 px).
+#: Tables may shrink below their words' width: cells wrap anywhere (headers first at their
+#: underscores, <wbr>), commands wrap inside their code blocks, figures scale down.
+_STYLE = """*{box-sizing:border-box}body{font-family:system-ui,sans-serif;margin:2em auto;
+max-width:78em;padding:0 1em;color:#222;line-height:1.45}h1{margin-bottom:.2em}h2{border-bottom:
+1px solid #ddd;padding-bottom:.2em;margin-top:2em}table{border-collapse:collapse;margin:.6em 0;
+font-size:.86em;max-width:100%}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right;
+vertical-align:top;overflow-wrap:anywhere}th{background:#f3f3f3}
 td:first-child,th:first-child{text-align:left}figure{margin:1em 0}figure img{max-width:100%}
 figcaption{font-size:.85em;color:#555}.muted{color:#666;font-size:.9em}.card{display:grid;
-grid-template-columns:max-content 1fr;gap:.2em 1em;font-size:.9em}.warn{color:#a40}
-.writeup{background:#fafafa;border:1px solid #e4e4e4;padding:.4em 1.4em}code{font-size:.9em}"""
+grid-template-columns:max-content minmax(0,1fr);gap:.2em 1em;font-size:.9em}
+.card span{overflow-wrap:anywhere}.warn{color:#a40}
+.writeup{background:#fafafa;border:1px solid #e4e4e4;padding:.4em 1.4em;overflow-wrap:anywhere}
+.writeup pre,pre.cmd{white-space:pre-wrap;overflow-wrap:anywhere}code{font-size:.9em}
+.synthetic{border:2px solid #a40;background:#fff4ec;padding:.5em 1em}"""
 
 
 def _esc(value: Any) -> str:
@@ -59,7 +66,7 @@ def _words(*parts: Any) -> str:
 def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
     if not rows:
         return "<p class='muted'>none</p>"
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    head = "".join(f"<th>{html.escape(c).replace('_', '_<wbr>')}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td>{_esc(r.get(c))}</td>" for c in columns) + "</tr>"
                    for r in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
@@ -80,8 +87,12 @@ def _what_ran(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
     rows = [{"variant": n or recipe.get("name"), **{k: (ctx["variants"].get(n) or {}).get(k)
                                                    for k in ("engine", "model",
                                                              "checkpoint_format",
-                                                             "speculative", "startup_s")},
-             "command": (launches.get(n) or {}).get("command")} for n in names]
+                                                             "speculative", "startup_s")}}
+            for n in names]
+    commands = "".join(
+        f"<p class='muted'>{html.escape(str(n or recipe.get('name')))}:</p><pre class='cmd'>"
+        f"<code>{html.escape(str(cmd))}</code></pre>"
+        for n in names if (cmd := (launches.get(n) or {}).get("command")))
     scen = [{"scenario": s.get("name"), "endpoint": s.get("endpoint"),
              "dataset": s.get("dataset"), "input_len": s.get("input_len"),
              "output_len": s.get("output_len"),
@@ -89,7 +100,8 @@ def _what_ran(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
              "num_prompts": str(s.get("num_prompts"))} for s in recipe.get("scenarios") or []]
     return ("<h2 id='what-ran'>What ran</h2>"
             + _table(rows, ["variant", "engine", "model", "checkpoint_format", "speculative",
-                            "startup_s", "command"])
+                            "startup_s"])
+            + (f"<h3>Commands</h3>{commands}" if commands else "")
             + _table(scen, ["scenario", "endpoint", "dataset", "input_len", "output_len",
                             "concurrencies", "num_prompts"]))
 
@@ -120,37 +132,56 @@ def _gpu_details(start: list[dict[str, Any]], end: list[dict[str, Any]]) -> dict
     return out
 
 
+def _facts(prov: Mapping[str, Any]) -> dict[str, str]:
+    """One provenance record's facts as the card shows them."""
+    hw = prov.get("hardware") or {}
+    gpus = hw.get("gpus") or []
+    cpu = hw.get("cpu") or {}
+    engine = prov.get("engine") or {}
+    model = prov.get("model") or {}
+    synthetic = prov.get("synthetic")
+    return {k: str(fmt_number(v)) for k, v in {
+        "measured on": ("benchlib's scripted server (synthetic: canned timings, no engine)"
+                        if synthetic else "n/a" if synthetic is None else "the engine"),
+        "engine": _words(engine.get("name"), engine.get("version")),
+        "GPUs": ", ".join(f"{g.get('name')} ({g.get('memory_total_gib')} GiB, "
+                          f"{g.get('power_limit_w')} W)" for g in gpus) or
+        f"none ({hw.get('nvml_error') or 'no NVIDIA driver'})",
+        "driver / CUDA": f"{_words(hw.get('driver_version'))} / "
+                         f"{_words(hw.get('cuda_driver_version'))}",
+        **_gpu_details(gpus, (prov.get("hardware_end") or {}).get("gpus") or []),
+        "CPU": f"{_words(cpu.get('model'))} ({_words(cpu.get('logical_cores'))} logical "
+               "cores)",
+        "model": _words(model.get("id"), model.get("resolved_revision") and
+                        f"@ {model.get('resolved_revision')}"),
+        "kit": _words(prov.get("kit_commit"), prov.get("kit_dirty") and "(dirty)"),
+        "python": prov.get("python"),
+        "hardware mismatches": "; ".join(prov.get("hardware_mismatches") or []) or "none",
+    }.items()}
+
+
 def _provenance(ctx: Mapping[str, Any]) -> str:
-    parts = ["<h2 id='provenance'>Provenance</h2>"]
-    seen: set[int] = set()
-    for name, prov in (ctx.get("provenance") or {}).items():
-        if not prov or id(prov) in seen:
-            continue
-        seen.add(id(prov))
-        hw = prov.get("hardware") or {}
-        gpus = hw.get("gpus") or []
-        cpu = hw.get("cpu") or {}
-        engine = prov.get("engine") or {}
-        model = prov.get("model") or {}
-        facts = {
-            "engine": _words(engine.get("name"), engine.get("version")),
-            "GPUs": ", ".join(f"{g.get('name')} ({g.get('memory_total_gib')} GiB, "
-                              f"{g.get('power_limit_w')} W)" for g in gpus) or
-            f"none ({hw.get('nvml_error') or 'no NVIDIA driver'})",
-            "driver / CUDA": f"{_words(hw.get('driver_version'))} / "
-                             f"{_words(hw.get('cuda_driver_version'))}",
-            **_gpu_details(gpus, (prov.get("hardware_end") or {}).get("gpus") or []),
-            "CPU": f"{_words(cpu.get('model'))} ({_words(cpu.get('logical_cores'))} logical "
-                   "cores)",
-            "model": _words(model.get("id"), model.get("resolved_revision") and
-                            f"@ {model.get('resolved_revision')}"),
-            "kit": _words(prov.get("kit_commit"), prov.get("kit_dirty") and "(dirty)"),
-            "python": prov.get("python"),
-            "hardware mismatches": "; ".join(prov.get("hardware_mismatches") or []) or "none"}
-        parts.append(f"<h3>{html.escape(name or 'run')}</h3><div class='card'>" + "".join(
-            f"<b>{html.escape(k)}</b><span>{_esc(v)}</span>" for k, v in facts.items())
+    """One card for the whole run: a fact every variant shares once, a fact that differs
+    with each variant's value beside its name (marked)."""
+    records = {name or "run": _facts(prov)
+               for name, prov in (ctx.get("provenance") or {}).items() if prov}
+    if not records:
+        return "<h2 id='provenance'>Provenance</h2><p class='muted'>none recorded</p>"
+    keys = list(dict.fromkeys(k for facts in records.values() for k in facts))
+    rows = []
+    for key in keys:
+        values = {name: facts.get(key, "n/a") for name, facts in records.items()}
+        if len(set(values.values())) == 1:
+            shown = html.escape(next(iter(values.values())))
+            label = html.escape(key)
+        else:
+            shown = "<br>".join(f"{html.escape(n)}: {html.escape(v)}" for n, v in values.items())
+            label = f"<span class='warn'>{html.escape(key)} (differs)</span>"
+        rows.append(f"<b>{label}</b><span>{shown}</span>")
+    return ("<h2 id='provenance'>Provenance</h2><p class='muted'>"
+            + html.escape(", ".join(records)) + ": one card, a fact that differs between "
+            "them marked with each one's value.</p><div class='card'>" + "".join(rows)
             + "</div>")
-    return "".join(parts)
 
 
 def _plan_vs_measured(ctx: Mapping[str, Any]) -> str:
@@ -270,6 +301,20 @@ def _sweeps(ctx: Mapping[str, Any]) -> str:
                       "crosses failed, the dashed line is the knee"))
 
 
+def _synthetic_banner(ctx: Mapping[str, Any]) -> str:
+    """A warning at the top when any measurement was answered by the scripted server."""
+    which = sorted({variant or "run" for variant, _, _, fig in measurements(ctx)
+                    if fig.get("synthetic")}
+                   | {name or "run" for name, prov in (ctx.get("provenance") or {}).items()
+                      if (prov or {}).get("synthetic")})
+    if not which:
+        return ""
+    return ("<p class='synthetic' id='synthetic'><b>Synthetic:</b> "
+            + html.escape(", ".join(which)) + " measured benchlib's scripted server (canned "
+            "timings, no engine). These figures test the kit; they measure no engine and do "
+            "not compare with engine runs.</p>")
+
+
 def render_html(ctx: Mapping[str, Any], writeup_md: str,
                 launches: Mapping[str, Any], statuses: Mapping[str, str],
                 power: bytes | None = None) -> str:
@@ -294,6 +339,7 @@ def render_html(ctx: Mapping[str, Any], writeup_md: str,
         f"<title>{html.escape(str(recipe.get('name', 'benchlib report')))}</title>",
         f"<style>{_STYLE}</style></head><body>",
         f"<h1>{html.escape(str(recipe.get('name', '')))}</h1>",
+        _synthetic_banner(ctx),
         f"<p class='muted'>{html.escape(str(recipe.get('description', '')))}</p>",
         "<p class='muted'>steps: " + ", ".join(f"{html.escape(k)} {html.escape(v)}"
                                                for k, v in statuses.items()) + "</p>",

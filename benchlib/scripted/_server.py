@@ -56,7 +56,11 @@ from benchlib.scripted._peer import Hangup as _Hangup
 from benchlib.scripted._peer import Peer as _Peer
 from benchlib.scripted._prompts import PrefixCache, prompt_chars, prompt_digest
 
-__all__ = ["ScriptedServer"]
+__all__ = ["SYNTHETIC_HEADER", "ScriptedServer"]
+
+#: on every response: a measurement of this server is synthetic (canned timings, no engine),
+#: and the client marks its result so (benchlib.measure: ``synthetic``)
+SYNTHETIC_HEADER = ("x-benchlib-synthetic", "scripted-server")
 
 _WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
 
@@ -230,7 +234,7 @@ class ScriptedServer:
         data = json.dumps(obj).encode()
         await peer.write(h11.Response(status_code=status, headers=[
             ("content-type", "application/json"), ("content-length", str(len(data))),
-            *headers]))
+            SYNTHETIC_HEADER, *headers]))
         await peer.write(h11.Data(data=data))
         await peer.write(h11.EndOfMessage())
 
@@ -276,7 +280,8 @@ class ScriptedServer:
             await self._json(peer, 200, self._whole(rid, chat, texts))
             return
         await peer.write(h11.Response(status_code=200, headers=[
-            ("content-type", "text/event-stream"), ("cache-control", "no-cache")]))
+            ("content-type", "text/event-stream"), ("cache-control", "no-cache"),
+            SYNTHETIC_HEADER]))
         base = {"id": rid, "object": "chat.completion.chunk" if chat else "text_completion",
                 "created": int(time.time()), "model": cfg.model}
         if chat and cfg.role_chunk:

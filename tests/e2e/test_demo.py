@@ -25,7 +25,7 @@ from benchlib.models import SMOLLM2
 from benchlib.pipeline import read_sidecar
 from benchlib.provenance import ModelOrigin
 from benchlib.report import FIGURES
-from tests._browser import open_report
+from tests._browser import machine_paths, open_report
 
 pytestmark = pytest.mark.e2e
 
@@ -193,9 +193,13 @@ def check_plan_vs_engine(run: Path) -> None:
 
 def check_demo_report(run: Path, screenshot: Path) -> None:
     """The run's report renders in a browser, offline: no console errors, every figure
-    drawn, every variant named; its write-up cites the run's own numbers."""
+    drawn, every variant named, no wider than the 1,280 px viewport, no absolute path of
+    this machine in it; its write-up cites the run's own numbers."""
     seen = open_report(run / "report.html", screenshot, FIGURES)
     assert seen.errors == [], seen.errors
+    assert seen.scroll_width <= seen.viewport_width == 1280, seen.overflowing
+    page = (run / "report.html").read_text()
+    assert machine_paths(page) == []
     assert all(w > 300 for w in seen.figures.values()), seen.figures
     for variant in VARIANTS:
         assert variant in seen.text

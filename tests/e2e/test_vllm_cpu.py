@@ -62,43 +62,114 @@ def _prompts(path: Path, n: int) -> Path:
     return path
 
 
+#: how late vllm bench serve's own figures may be against the wire, measured on the scripted
+#: server (tests/integration/_vllm_compare.py: its clock starts before it takes a pooled
+#: connection and its event loop reads late): TTFT by up to 12 ms on two shared cores; TPOT,
+#: a difference of two late stamps, within 0.2 ms there (0.5 ms allowed)
+VLLM_LATE_TTFT_MS, VLLM_LATE_TPOT_MS = 12.0, 0.5
+
+
+def _engine_sums(url: str) -> dict[str, tuple[float, float]]:
+    """The engine's own TTFT and per-request TPOT histograms (sum s, count) from /metrics."""
+    import re
+    import urllib.request
+
+    text = urllib.request.urlopen(f"{url}/metrics", timeout=10).read().decode()
+    out = {}
+    for name in ("time_to_first_token_seconds", "request_time_per_output_token_seconds"):
+        sums = [float(m) for m in re.findall(rf"^vllm:{name}_sum{{[^}}]*}} (\S+)$", text, re.M)]
+        counts = [float(m) for m in re.findall(rf"^vllm:{name}_count{{[^}}]*}} (\S+)$", text,
+                                              re.M)]
+        out[name] = (sum(sums), sum(counts))
+    return out
+
+
+_TTFT = "time_to_first_token_seconds"
+
+
+def _engine_means(before: dict[str, tuple[float, float]],
+                  after: dict[str, tuple[float, float]]) -> dict[str, float]:
+    """The engine's own mean TTFT and TPOT (ms) over the requests between two scrapes."""
+    return {name: (after[name][0] - before[name][0]) / (after[name][1] - before[name][1]) * 1e3
+            for name in before}
+
+
+def _band(key: str, runs: list[dict[str, Any]], late_ms: float, drift_share: float = 0.0
+          ) -> tuple[float, float]:
+    """Where vLLM's figure of ``key`` may lie, from our runs around it, every term measured
+    in this test but vLLM's known lateness:
+
+    * the engine's own drift: ours before and after vLLM's run differ by ``drift``, so the
+      engine's pace during vLLM's run lies within [low − drift, high + drift] (it moves on a
+      shared CPU: TPOT 2.0–3.3 ms between back-to-back runs here); with one run, the share
+      ``drift_share`` of it (the TTFT's measured drift between the two runs);
+    * what our late reads leave open: each run's ``timing.figure_bound_shares`` (0 when every
+      time is an exact stamp), as a share of the figure;
+    * vLLM's lateness, above only (its clock can run late, never early)."""
+    values = [float(r[key]) for r in runs]
+    drift = max(max(values) - min(values), drift_share * max(values))
+    open_ms = max(float(r[key]) * ((r["timing"].get("figure_bound_shares") or {}).get(key)
+                                   or 0.0) for r in runs)
+    return min(values) - drift - open_ms, max(values) + drift + open_ms + late_ms
+
+
 @pytest.mark.parametrize("endpoint", ["completions", "chat"])
 def test_benchlib_agrees_with_vllm_bench_serve(engine: EngineProcess, tiny_model: Path,
                                                tmp_path: Path, endpoint: str) -> None:
     """Same prompts (one file), same engine: benchlib, then ``vllm bench serve``, then benchlib
-    again. Token counts are exact. The engine's own speed drifts between runs on a shared CPU,
-    so vLLM's medians must lie inside the band our usable runs span, widened (see below): a
-    client grossly wrong would fall outside. The 10 % check of every shared key is
-    test_vllm_keys', on a server with known timing."""
+    again, each once (no retries). Token counts are exact. vLLM's median TTFT and TPOT must
+    lie in the band our two runs span, widened only by what this test measured (the engine's
+    drift between them, what late reads left open) and vLLM's known lateness (see _band).
+    A band our own runs leave undetermined (its low end at or below 0: measured on two cores
+    shared with three other suites, the engine's own mean TTFT was 8–35 ms while every
+    client saw 23–86 ms, its API server starved) holds nothing and is skipped with those
+    measured reasons, never retried. The exact check of every shared key is test_vllm_keys',
+    on a server with known timing."""
     port = engine.ready_url.split(":")[2].split("/")[0]
     url = f"http://127.0.0.1:{port}"
     prompts = _prompts(tmp_path / "prompts.jsonl", N)
 
     def ours(k: int) -> dict[str, Any]:
-        # two cores for the engine's busy threads, its API server and this client: about one
-        # run in three comes in bursts, says so (client_bound) and is taken again (4 times
-        # at most)
-        for attempt in range(5):
-            result = measure(MeasureConfig(
-                base_url=url, model="tiny-llama", endpoint=endpoint, tokenizer=tiny_model,
-                dataset="file", dataset_path=prompts, output_len=OUTPUT_LEN, num_prompts=N,
-                max_concurrency=1, num_warmups=2, warmups_like_vllm=True, seed=0,
-                disable_tqdm=True,
-                result_json=tmp_path / f"ours-{k}-{attempt}.json")).to_json()
-            if not result["timing"]["client_bound"]:
-                break
-        return result
+        return measure(MeasureConfig(
+            base_url=url, model="tiny-llama", endpoint=endpoint, tokenizer=tiny_model,
+            dataset="file", dataset_path=prompts, output_len=OUTPUT_LEN, num_prompts=N,
+            max_concurrency=1, num_warmups=1, warmups_like_vllm=True, seed=0,
+            disable_tqdm=True, result_json=tmp_path / f"ours-{k}.json")).to_json()
 
+    s0 = _engine_sums(url)
     before = ours(0)
+    s1 = _engine_sums(url)
     peer = run_vllm_bench(url, "tiny-llama", tiny_model, endpoint=endpoint,  # type: ignore[arg-type]
                           input_len=1, output_len=OUTPUT_LEN, num_prompts=N, max_concurrency=1,
                           seed=0, workdir=tmp_path / "vllm", dataset_path=prompts)
     ref = json.loads(peer.raw_path.read_text())
+    s2 = _engine_sums(url)
     after = ours(1)
+    s3 = _engine_sums(url)
+    # the engine's own means (its /metrics) over each tool's run: when the clients saw far
+    # more than the engine recorded, its API server was starved, and the skip below says so
+    own = [_engine_means(a, b) for a, b in ((s0, s1), (s1, s2), (s2, s3))]
+    seen = (f"engine's own mean TTFT {', '.join(f'{e[_TTFT]:.1f}' for e in own)} ms during "
+            f"ours, vLLM's, ours; the clients' {before['mean_ttft_ms']:.1f}, "
+            f"{ref['mean_ttft_ms']:.1f}, {after['mean_ttft_ms']:.1f} ms")
+    # TTFT from both runs; TPOT only from runs whose streams were not delivered in bursts
+    # (buffered_streams: all chunks within 1 ms — the engine's API server or this client
+    # starved of CPU; such a TPOT measures the contention, not decoding, and vLLM's run
+    # between ours need not have met the same)
+    runs = [before, after]
+    decoding = [r for r in runs if r["buffered_streams"] <= N // 4]
+    ttft = [float(r["median_ttft_ms"]) for r in runs]
+    ttft_drift = (max(ttft) - min(ttft)) / max(ttft)
+    bands = {"median_ttft_ms": _band("median_ttft_ms", runs, VLLM_LATE_TTFT_MS)}
+    if decoding:
+        bands["median_tpot_ms"] = _band("median_tpot_ms", decoding, VLLM_LATE_TPOT_MS,
+                                        drift_share=ttft_drift if len(decoding) == 1 else 0.0)
     print(f"\n{endpoint}: benchlib TTFT {before['median_ttft_ms']:.2f}/"
           f"{after['median_ttft_ms']:.2f} TPOT {before['median_tpot_ms']:.3f}/"
           f"{after['median_tpot_ms']:.3f} | vllm bench serve TTFT {ref['median_ttft_ms']:.2f} "
-          f"TPOT {ref['median_tpot_ms']:.3f}")
+          f"TPOT {ref['median_tpot_ms']:.3f} | bands {bands} | client_bound "
+          f"{before['timing']['client_bound']}/{after['timing']['client_bound']}, p99 read lag "
+          f"{before['timing']['p99_read_lag_ms']:.2f}/{after['timing']['p99_read_lag_ms']:.2f}")
     for run in (before, after):
         assert run["completed"] == ref["completed"] == N
         for key in ("total_output_tokens", "total_input_tokens", "input_lens", "output_lens"):
@@ -106,22 +177,22 @@ def test_benchlib_agrees_with_vllm_bench_serve(engine: EngineProcess, tiny_model
         assert run["total_output_tokens"] == N * OUTPUT_LEN
         assert run["output_tokens_source"] == {"usage": N, "tokenizer": 0}
         assert run["timing"]["clock"] == "kernel"
-    # a run whose streams came in bursts (the engine's API server or this client starved of
-    # CPU: the timing block says so) measured the machine's contention, not the engine
-    usable = [r for r in (before, after)
-              if not r["timing"]["client_bound"] and r["buffered_streams"] <= N // 4]
-    if not usable:
-        pytest.skip("every benchlib run was starved of CPU (client_bound, buffered streams): "
-                    "no band to hold vllm bench serve's medians to on this machine now")
-    lag = max(r["timing"]["p99_read_lag_ms"] or 0.0 for r in usable)
-    # Far wider than the 10 % the scripted-server test (test_vllm_keys) holds every key to:
-    # measured here, the tiny engine's own pace varies up to 2x between back-to-back runs on
-    # two cores (TPOT 2.0–3.3 ms with nothing else running), so only a gross error — a clock
-    # started elsewhere, chunks taken for tokens, seconds for milliseconds — must fail
-    for key, slack in (("median_ttft_ms", 1.0 + lag), ("median_tpot_ms", 0.1)):
-        low = min(r[key] for r in usable)
-        high = max(r[key] for r in usable)
-        assert low / 2 - slack <= ref[key] <= 2 * high + slack, (key, low, ref[key], high)
+        assert run["synthetic"] is False  # a real engine answered
+    # a band whose low end is not above 0 holds nothing: our own two runs (their drift, the
+    # bounds their late reads left open) leave the figure undetermined, and the skip below
+    # gives the measured reasons; every other band is held
+    undetermined = {k: v for k, v in bands.items() if v[0] <= 0}
+    for key, (low, high) in bands.items():
+        if key not in undetermined:
+            assert low <= ref[key] <= high, (key, low, ref[key], high)
+    if undetermined or not decoding:
+        pytest.skip(
+            f"not held: {sorted(undetermined) or ''}{'' if decoding else ' median_tpot_ms'}: "
+            f"benchlib's runs around vLLM's leave them undetermined (bands {bands}; p99 read "
+            f"lag {before['timing']['p99_read_lag_ms']:.1f}/"
+            f"{after['timing']['p99_read_lag_ms']:.1f} ms; buffered streams "
+            f"{before['buffered_streams']}/{after['buffered_streams']} of {N}; {seen}): this "
+            "machine's CPU contention, not the engine, set the figures")
 
 
 def test_functional_checks_and_the_sdk_view_on_the_real_engine(engine: EngineProcess,

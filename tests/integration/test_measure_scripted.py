@@ -250,3 +250,19 @@ def test_the_text_dataset_end_to_end(scripted: Callable[..., Any], tmp_path: Pat
     assert same.completed == 6 and same.benchlib.dataset == "random"
     assert sorted(lens) == sorted(r.prompt_len for r in read_requests(requests_path(again)))
     assert result.total_input_tokens_dataset == sum(lens) and len(set(lens)) > 1
+
+
+def test_a_scripted_server_marks_its_results_synthetic(scripted: Callable[..., Any],
+                                                       tmp_path: Path, tiny_model: Path) -> None:
+    """The scripted server says so in a header; the result (and its console block) carry it,
+    so canned timings are never taken for an engine's."""
+    server = scripted("--ttft-ms", "5", "--itl-ms", "1")
+    result, out = run(server, tmp_path, tiny_model, num_prompts=2, output_len=4)
+    assert result.synthetic is True
+    assert json.loads(out.read_text())["synthetic"] is True
+    console = subprocess.run(
+        [sys.executable, "-m", "benchlib", "measure", "--base-url", server.url, "--model",
+         "scripted", "--tokenizer", str(tiny_model), "--input-len", "8", "--output-len", "4",
+         "--num-prompts", "2", "--disable-tqdm"], capture_output=True, text=True,
+        check=True).stdout
+    assert "SYNTHETIC: benchlib's scripted server answered" in console

@@ -70,6 +70,12 @@ def test_run_writes_notebooks_sidecars_and_provenance(
         assert prov.packages["benchlib"] and prov.environment_yml_sha256
     measure = read_sidecar(run_dir / "03_measure.json").results
     assert set(measure) == {"chat/c1", "chat/c4", "summ/c2"}
+    # the scripted server answered: synthetic in every result, the provenance and the report
+    assert all(r["synthetic"] is True for r in measure.values())
+    assert read_sidecar(run_dir / "03_measure.json").provenance.synthetic is True
+    assert read_sidecar(run_dir / "02_launch.json").provenance.synthetic is None
+    report = (run_dir / "report.html").read_text()
+    assert "id='synthetic'" in report and "SYNTHETIC" in proc.stdout
     assert measure["chat/c4"]["completed"] == 8 and measure["chat/c4"]["failed"] == 0
     assert read_sidecar(run_dir / "01_download.json").results["files_hash"]["files"] == 5
     assert (run_dir / "measure" / "summary.png").stat().st_size > 10_000

@@ -5,8 +5,9 @@ is set up so that definitions that differ would show: a chat stream whose role-o
 sent at once (vLLM's TTFT ends there, ours at the first text), three tokens per chunk (vLLM's
 peak counts chunks), a usage block whose prompt count is not the dataset's (vLLM 0.32 takes
 usage). Token counts must be equal; each timing key must sit on the wire truth computed with
-vLLM's definition (ours within a tight bound), and differ from vLLM's own value by no more
-than vLLM's own distance from that truth explains.
+vLLM's definition, vLLM's within its known lateness, and the two within a fixed tolerance
+(tests/integration/_vllm_compare.py); a wrong value fails that comparison (shown on mutated
+copies of our result).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from benchlib.measure import MeasureConfig, measure
 from benchmarks._peers import run_vllm_bench, vllm_python
 
 from ._truth import load_jsonl
+from ._vllm_compare import disagreements
 
 N, CONCURRENCY, OUTPUT_LEN, TOKENS_PER_CHUNK = 24, 4, 12, 3
 #: what vLLM 0.32's serve.py writes for a generation run with --save-detailed (plus the
@@ -38,6 +40,31 @@ VLLM_032_KEYS = {
     "itls", "latencies", "start_times", "queue_times", "generated_texts", "errors",
     "max_output_tokens_per_s", "max_concurrent_requests", "rtfx",
 }
+
+
+def _wire_keys(truth: Path) -> dict[str, float]:
+    """The twelve timing keys (mean, median, p90 of TTFT, TPOT, ITL, E2EL) computed from one
+    server's own truth with vLLM's definitions."""
+    stats = _truth_stats(truth)
+    out: dict[str, float] = {}
+    for metric, xs in stats.items():
+        out[f"mean_{metric}_ms"] = float(np.mean(xs))
+        out[f"median_{metric}_ms"] = float(np.median(xs))
+        out[f"p90_{metric}_ms"] = float(np.percentile(xs, 90))
+    return out
+
+
+def _mutations(ours: dict[str, Any]) -> list[tuple[str, float]]:
+    """Wrong values a shared key could carry: another definition (TTFT to the first text, not
+    the role chunk; TPOT per chunk, not per token; E2EL without the TTFT), a unit slip, a
+    20 ms shift, a 50 % scale."""
+    return [("median_ttft_ms", ours["median_ttft_text_ms"]),
+            ("mean_ttft_ms", ours["mean_ttft_text_ms"]),
+            ("median_tpot_ms", ours["median_tpot_ms"] * TOKENS_PER_CHUNK),
+            ("median_e2el_ms", ours["median_e2el_ms"] - ours["median_ttft_text_ms"]),
+            ("p90_itl_ms", ours["p90_itl_ms"] / 1e3),
+            ("mean_itl_ms", ours["mean_itl_ms"] + 20.0),
+            ("median_e2el_ms", ours["median_e2el_ms"] * 1.5)]
 
 
 def _truth_stats(truth: Path) -> dict[str, list[float]]:
@@ -99,26 +126,19 @@ def test_every_shared_key_means_what_vllm_means(vllm_bench: None,
     assert [len(x) for x in ours["itls"]] == [len(x) for x in ref["itls"]]
     assert ours["generated_texts"] == ref["generated_texts"]
 
-    # timing: ours on the wire truth (vLLM's definitions), vLLM's off by what it mis-times
-    truth = {k: v for k, v in _truth_stats(ours_server.truth).items()}
-    ref_truth = _truth_stats(ref_server.truth)
-    checked = 0
-    for metric in ("ttft", "tpot", "itl", "e2el"):
-        for stat, fn in (("mean", np.mean), ("median", np.median), ("p90", None)):
-            key = f"{stat}_{metric}_ms"
-
-            def value(xs: list[float], fn: Any = fn) -> float:
-                return float(fn(xs)) if fn is not None else float(np.percentile(xs, 90))
-
-            mine, wire = ours[key], value(truth[metric])
-            assert abs(mine - wire) <= 0.5 + 0.03 * wire, (key, mine, wire)
-            # the two runs' wires differ a little too: what separates the tools' numbers is
-            # each one's distance from its own wire plus that
-            ref_wire = value(ref_truth[metric])
-            explained = abs(ref[key] - ref_wire) + abs(mine - wire) + abs(wire - ref_wire)
-            assert abs(mine - ref[key]) <= max(0.1 * abs(ref[key]), explained + 1.0), key
-            checked += 1
-    assert checked == 12
+    # timing: each tool on its own server's wire (vLLM's definitions), and the two together,
+    # within tolerances fixed in _vllm_compare (a wrong key fails: test_a_wrong_value_fails)
+    wire, ref_wire = _wire_keys(ours_server.truth), _wire_keys(ref_server.truth)
+    assert len(wire) == 12
+    for key in wire:
+        print(f"{key}: ours {ours[key]:.3f} (wire {wire[key]:.3f}) vLLM {ref[key]:.3f} "
+              f"(wire {ref_wire[key]:.3f})")
+    assert not disagreements(ours, ref, wire, ref_wire)
+    # the same comparison fails when one shared key's value is wrong: each mutation alone
+    for key, wrong in _mutations(ours):
+        mutated = {**ours, key: wrong}
+        found = disagreements(mutated, ref, wire, ref_wire)
+        assert any("against vLLM's" in f for f in found), (key, wrong, found)
     # vLLM's TTFT here is the role chunk (sent at once); ours to the first text is apart
     assert ours["median_ttft_ms"] < 5 < 25 < ours["median_ttft_text_ms"]
     # peaks and rates on the same definitions: chunk events per second, not tokens
@@ -132,3 +152,43 @@ def test_every_shared_key_means_what_vllm_means(vllm_bench: None,
     assert len(ours["queue_times"]) == len(ref["queue_times"]) == N
     assert all(q >= 0 for q in ours["queue_times"])
     assert math.isclose(sum(ours["latencies"]) / N * 1e3, ours["mean_e2el_ms"], rel_tol=1e-9)
+
+
+def _median_sent_ttft(truth: Path) -> float:
+    """Median of request arrival → the first chunk's send, from the server's own stamps."""
+    return float(np.median([(row["content_writes_ns"][0] - row["arrival_ns"]) / 1e6
+                            for row in load_jsonl(truth)]))
+
+
+#: how much closer to the wire benchlib's median TTFT must be than vllm bench serve's (ms)
+CLOSER_MARGIN_MS = 1.0
+
+
+def test_benchlib_is_closer_to_the_wire_than_vllm_bench_serve(
+        vllm_bench: None, scripted: Callable[..., Any], tmp_path: Path,
+        tiny_model: Path) -> None:
+    """The headline claim, in CI: the same workload (completions, concurrency 32, 96 requests
+    of 16 one-token chunks 8 ms apart, 25 ms to the first) on one scripted server each; each
+    tool's median TTFT minus the median of its server's own send stamps. benchlib's error must
+    be smaller than vLLM's by ``CLOSER_MARGIN_MS`` (benchmarks/RESULTS.md measured +0.00 ms
+    against +2.2 ms at concurrency 8 and +12.8 ms at 64; here, at 32 on two cores shared with
+    three other suites, benchlib −0.04 to +0.00 ms, once +4.7 ms with its reads late and its
+    bounds saying so, and vLLM +4.5 to +12.1 ms)."""
+    args = ("--ttft-ms", "25", "--itl-ms", "8", "--output-tokens", "16")
+    n, conc = 96, 32
+    ours_server = scripted(*args)
+    ours = measure(MeasureConfig(base_url=ours_server.url, model="scripted", endpoint="completions",
+                                 tokenizer=tiny_model, input_len=64, output_len=16,
+                                 num_prompts=n, max_concurrency=conc, seed=0,
+                                 disable_tqdm=True)).to_json()
+    ref_server = scripted(*args)
+    peer = run_vllm_bench(ref_server.url, "scripted", tiny_model, endpoint="completions",
+                          input_len=64, output_len=16, num_prompts=n, max_concurrency=conc,
+                          seed=0, workdir=tmp_path / "vllm")
+    ref = json.loads(peer.raw_path.read_text())
+    ours_error = ours["median_ttft_ms"] - _median_sent_ttft(ours_server.truth)
+    ref_error = ref["median_ttft_ms"] - _median_sent_ttft(ref_server.truth)
+    print(f"\nmedian TTFT error: benchlib {ours_error:+.3f} ms, vllm bench serve "
+          f"{ref_error:+.3f} ms (margin {CLOSER_MARGIN_MS} ms)")
+    assert (ours["completed"], ref["completed"]) == (n, n)
+    assert abs(ours_error) + CLOSER_MARGIN_MS < abs(ref_error), (ours_error, ref_error)

@@ -24,7 +24,7 @@ TABLE_COLUMNS = ["scenario", "endpoint", "input_len", "output_len", "concurrency
                  "kv_cache_usage_expected", "requests_waiting_peak", "preemptions",
                  "avg_power_w", "peak_power_w", "idle_power_w",
                  "buffered_streams", "text_free_requests", "exact_ttft_fraction",
-                 "client_bound",
+                 "client_bound", "client_bound_by",
                  "sdk_median_ttft_ms", "sdk_median_tpot_ms",
                  # a paced load: TTFT from the schedule's due time (client queueing included)
                  "median_ttft_from_schedule_ms"]
@@ -33,6 +33,15 @@ TABLE_COLUMNS = ["scenario", "endpoint", "input_len", "output_len", "concurrency
 ENERGY_FIGURES = ("energy_j", "energy_j_per_output_token",
                   "energy_above_idle_j_per_output_token", "energy_j_per_request",
                   "avg_power_w", "peak_power_w", "idle_power_w", "energy_includes_idle")
+
+
+def _worst_figure(figures: Any) -> str | None:
+    """``"median_ttft_ms ±3.4%"``: of a client-bound run's figures, the one its merged reads
+    could move most, with the share (None when the run is not client-bound)."""
+    if not isinstance(figures, dict) or not figures:
+        return None
+    worst, share = max(figures.items(), key=lambda kv: float(kv[1]))
+    return f"{worst} ±{float(share):.1%}"
 
 
 def summary_table(results: Mapping[str, Any]) -> pd.DataFrame:
@@ -60,6 +69,8 @@ def summary_table(results: Mapping[str, Any]) -> pd.DataFrame:
                      # how far the row can be trusted (see the measure result's timing block)
                      "exact_ttft_fraction": timing.get("exact_ttft_fraction"),
                      "client_bound": timing.get("client_bound"),
+                     # the figure the late reads could move most, by how much
+                     "client_bound_by": _worst_figure(timing.get("client_bound_figures")),
                      "endpoint": r.get("endpoint_type"),
                      "per_user_tok_s": 1000.0 / tpot if tpot else None,
                      # what the openai SDK saw (scenario sdk_view), beside the wire's

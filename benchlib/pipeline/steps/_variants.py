@@ -57,7 +57,12 @@ def timing_caveats(row: Any) -> list[str]:
                      "(the tokenizer renders none of the model's ids): TTFT from the first "
                      "event, as vLLM times it")
     if row.get("client_bound") is True:
-        notes.append("client_bound (reads lagged > 1 ms: the client shared the CPU)")
+        by = row.get("client_bound_by")
+        if isinstance(by, str) and by:
+            notes.append(f"client_bound (reads lagged > 1 ms and merged events: {by} within "
+                         "its bounds)")
+        else:  # a result from before the figures were judged: the lag alone
+            notes.append("client_bound (reads lagged > 1 ms: the client shared the CPU)")
     return notes
 
 
@@ -103,6 +108,8 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
             record = measured.get(f"{row['scenario']}/c{row['concurrency']}", {})
             spec = _server_spec(record)
             timing.append("; ".join(timing_caveats(row)))
+            synthetic = (["synthetic: benchlib's scripted server answered (canned timings, "
+                          "no engine)"] if record.get("synthetic") else [])
             rows.append({
                 **{k: row.get(k) for k in VARIANT_COLUMNS if k in table.columns},
                 "variant": name, "engine": f"{variant.engine.kind} "
@@ -115,7 +122,7 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
                 "planned_kv_tokens": kv_tokens, "planned_max_concurrency": max_conc,
                 "speedup_over": _baseline(by_name, name),
                 "caveats": "; ".join(filter(None, [
-                    *notes.get(name, []), weights_caveat(variant), timing[-1],
+                    *synthetic, *notes.get(name, []), weights_caveat(variant), timing[-1],
                     *assumption_caveats(recipe.assumptions, name, str(row["scenario"]))]))})
     table = pd.DataFrame(rows, columns=VARIANT_COLUMNS)
     for i, row in table.iterrows():

@@ -19,7 +19,7 @@ from benchlib._exceptions import UsageError
 from benchlib.pipeline._chart import Chart
 from benchlib.pipeline._declare import Param, Step, StepInputs
 from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._results import read_results, save_results
+from benchlib.pipeline._results import read_results, save_results, synthetic_results
 from benchlib.pipeline._standalone import outputs, results_file, scratch_outputs, step_folder
 from benchlib.pipeline.steps import measure
 from benchlib.pipeline.steps._references import references_table
@@ -55,6 +55,9 @@ class CompareResult(BaseModel):
     sweeps: list[dict[str, Any]] = Field(
         default_factory=list, description="the run folder's SLO searches (RUN/sweep/…): one "
         "row per search, its knee and what failed one step past it (benchlib.sweep.sweep_row)")
+    synthetic_runs: list[str] = Field(
+        default_factory=list, description="the compared runs measured on benchlib's scripted "
+        "server (canned timings, no engine): shown apart, labelled '(synthetic)'")
 
 
 @dataclass(frozen=True)
@@ -73,16 +76,20 @@ class Compared:
 
 def _measured(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """A run's measure results and provenance: from its measure sidecar, else (a notebook's
-    own run folder) from its results file, without provenance."""
+    own run folder) from its results file, with no provenance but whether it is synthetic
+    (read from the results: a scripted server marks every answer)."""
     folder = RunFolder(path=run)
     sidecar = folder.sidecar(measure.STEP.name)
     if sidecar.is_file():
         data = json.loads(sidecar.read_text(encoding="utf-8"))
-        return data.get("results", {}), data.get("provenance", {})
-    results = read_results(folder.results(measure.STEP.name))
-    if not results:
-        raise UsageError("compare.runs", f"{run} has no {sidecar.name} sidecar")
-    return results, {}
+        results, prov = data.get("results", {}), data.get("provenance", {})
+    else:
+        results, prov = read_results(folder.results(measure.STEP.name)), {}
+        if not results:
+            raise UsageError("compare.runs", f"{run} has no {sidecar.name} sidecar")
+    if prov.get("synthetic") is None:
+        prov = {**prov, "synthetic": synthetic_results(results)}
+    return results, prov
 
 
 def _records(table: pd.DataFrame | None) -> list[dict[str, Any]]:
@@ -101,10 +108,14 @@ def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = "",
 
     tables = []
     provenance: dict[str, dict[str, Any]] = {}
+    synthetic: list[str] = []
     for run in run_dirs:
         results, prov = _measured(Path(run))
         where = Path(run).resolve()  # the runner passes its own folder as "."
         label = f"{where.parent.name}/{where.name}"
+        if prov.get("synthetic"):
+            label += " (synthetic)"
+            synthetic.append(str(run))
         t = summary_table(results)
         t.insert(0, "run", label)
         tables.append(t)
@@ -112,7 +123,12 @@ def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = "",
     table = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     prov_table = compare_provenance(provenance)
     differences = [] if prov_table.empty else prov_table.index[prov_table["differs"]].tolist()
+    if synthetic:
+        print(f"SYNTHETIC: {len(synthetic)} of {len(run_dirs)} compared runs were answered by "
+              "benchlib's scripted server (canned timings, no engine), labelled "
+              "'(synthetic)': their figures test the kit, they measure no engine", flush=True)
     save_results(results_path, CompareResult(runs=[str(r) for r in run_dirs],
+                                             synthetic_runs=synthetic,
                                              provenance_differences=differences,
                                              variants=_records(variants),
                                              references=_records(references),

@@ -25,7 +25,8 @@ def test_report_has_every_section_and_figure_inline(tmp_path: Path) -> None:
     # plan against measured: TPOT over the floor, the joules per output token beside TPOT
     assert "tpot_over_floor" in page and "5.00" in page
     plan = page[page.index("id='plan'"):page.index("id='energy'")]
-    assert re.search(r"<th>median_tpot_ms</th><th>energy_j_per_output_token</th>", plan)
+    assert re.search(r"<th>median_<wbr>tpot_<wbr>ms</th><th>energy_<wbr>j_<wbr>per_<wbr>output_<wbr>"
+                     r"token</th>", plan)
     assert "<td>2.50</td><td>0.781</td>" in plan and "<td>10.00</td><td>3.12</td>" in plan
     # energy: the figures, what they include, why a variant has none, power over time
     energy = page[page.index("id='energy'"):page.index("id='figures'")]
@@ -36,7 +37,7 @@ def test_report_has_every_section_and_figure_inline(tmp_path: Path) -> None:
                      r"src='data:image/png;base64,[A-Za-z0-9+/=]{2000,}'>", energy)
     # the plan against the live engine, a flagged row saying what to do; the expected KV use
     assert "524288" in page and "yes: the KV cache&#x27;s bytes per token" in page
-    assert "kv_cache_usage_expected" in page and "<td>0.125</td>" in page
+    assert "kv_<wbr>cache_<wbr>usage_<wbr>expected" in page and "<td>0.125</td>" in page
     writeup = files.markdown.read_text()
     assert "0.781 J per output token (idle draw of\n  75.00 W included)" in writeup
     assert ("llamacpp: kv_cache_gib planned 0.0156, the engine reported 0.0312 GiB\n  "
