@@ -267,4 +267,4 @@ accuracy:
     logged = (run / acc["samples"]).read_text().splitlines()
     assert {json.loads(line)["doc_id"] for line in logged} == {0, 1, 2}
     assert list(run.rglob("gsm8k_local.yaml")), "lm-eval's task file is kept"
-    assert "Accuracy (lm-eval)" in (run / "report.html").read_text()
+    assert "Accuracy (GSM8K)" in (run / "report.html").read_text()
