@@ -15,19 +15,21 @@ from pathlib import Path
 
 import pytest
 
-from .test_pipeline import REPO, _group_members, _kill_kernels, _write_pgid, day
+from .test_pipeline import (
+    REPO,
+    _group_members,
+    _kill_kernels,
+    _scripted_engine,
+    _write_pgid,
+    day,
+)
 
 PROMPTS = 10
 
 
 def _recipe(tmp_path: Path, tiny_model: Path, pgid_file: Path) -> Path:
-    exe = tmp_path / "slow-engine"
-    exe.write_text("#!/bin/sh\n" + _write_pgid(pgid_file) + f"""\
-while [ $# -gt 0 ]; do case "$1" in --port) PORT=$2; shift;; esac; shift; done
-exec {sys.executable} -m benchlib scripted-server --port "$PORT" --ttft-ms 600 --itl-ms 5 \\
-     --model scripted
-""")
-    exe.chmod(0o755)
+    exe = _scripted_engine(tmp_path / "slow-engine", "--ttft-ms", "600", "--itl-ms", "5",
+                           "--model", "scripted", before=_write_pgid(pgid_file))
     path = tmp_path / "t.yaml"
     path.write_text(f"""\
 name: t

@@ -178,6 +178,17 @@ def _write_pgid(pgid_file: Path) -> str:
     return f"{sys.executable} -c 'import os; print(os.getpgid(0))' > \"{pgid_file}\"\n"
 
 
+def _scripted_engine(exe: Path, *server_args: str, before: str = "") -> Path:
+    """An engine executable: a shell script that runs ``before``, takes the ``--port`` the
+    runner passes it and becomes the kit's scripted server with ``server_args``."""
+    exe.write_text("#!/bin/sh\n" + before + f"""\
+while [ $# -gt 0 ]; do case "$1" in --port) PORT=$2; shift;; esac; shift; done
+exec {sys.executable} -m benchlib scripted-server --port "$PORT" {" ".join(server_args)}
+""")
+    exe.chmod(0o755)
+    return exe
+
+
 def test_engine_that_exits_fails_the_step_with_log_and_hint(tmp_path: Path,
                                                             tiny_model: Path) -> None:
     python = tmp_path / "no-vllm-python"
@@ -228,13 +239,8 @@ def test_long_context_ramp_records_where_the_engine_died(tmp_path: Path,
                                                          tiny_model: Path) -> None:
     """Seed 003's test: step the input up until the engine falls over; record the last
     length that completed, how the next one failed, and that the engine is gone."""
-    exe = tmp_path / "crashy-engine"
-    exe.write_text(f"""#!/bin/sh
-while [ $# -gt 0 ]; do case "$1" in --port) PORT=$2; shift;; esac; shift; done
-exec {sys.executable} -m benchlib scripted-server --port "$PORT" --ttft-ms 2 --itl-ms 1 \\
-     --model scripted --crash-above-prompt-chars 3000
-""")
-    exe.chmod(0o755)
+    exe = _scripted_engine(tmp_path / "crashy-engine", "--ttft-ms", "2", "--itl-ms", "1",
+                           "--model", "scripted", "--crash-above-prompt-chars", "3000")
     engine = f'{{kind: llamacpp, executable: "{exe}", ready_timeout_s: 60}}'
     path = tmp_path / "ramp.yaml"
     path.write_text(f"""\
@@ -279,14 +285,8 @@ steps: [02_launch, 03_measure]
 def test_engine_secrets_never_reach_log_sidecar_or_notebook(tmp_path: Path,
                                                              tiny_model: Path) -> None:
     """An engine that prints its own arguments (vLLM does) still leaves no key behind."""
-    exe = tmp_path / "chatty-engine"
-    exe.write_text(f"""#!/bin/sh
-echo "engine args: $@"
-while [ $# -gt 0 ]; do case "$1" in --port) PORT=$2; shift;; esac; shift; done
-exec {sys.executable} -m benchlib scripted-server --port "$PORT" --ttft-ms 1 --itl-ms 1 \\
-     --model scripted
-""")
-    exe.chmod(0o755)
+    exe = _scripted_engine(tmp_path / "chatty-engine", "--ttft-ms", "1", "--itl-ms", "1",
+                           "--model", "scripted", before='echo "engine args: $@"\n')
     engine = (f'{{kind: llamacpp, executable: "{exe}", args: ["--api-key", "${{BENCH_API_KEY}}"],'
               ' api_key_env: BENCH_API_KEY}')
     proc = run(recipe(tmp_path, tiny_model, engine, "steps: [02_launch, 03_measure]\n"),
@@ -315,14 +315,9 @@ def test_kill_9_mid_measure_leaves_no_secret_on_disk_or_console(tmp_path: Path,
                     "out.write(b'weights \\xff\\xfe loaded; key ' + key[:6]); out.flush()\n"
                     "time.sleep(0.3)\n"
                     "out.write(key[6:] + b' end\\n'); out.flush()\n")
-    exe = tmp_path / "chatty-engine"
-    exe.write_text("#!/bin/sh\n" + _write_pgid(pgid_file) + f"""echo "engine args: $@"
-{sys.executable} "{leak}"
-while [ $# -gt 0 ]; do case "$1" in --port) PORT=$2; shift;; esac; shift; done
-exec {sys.executable} -m benchlib scripted-server --port "$PORT" --ttft-ms 700 --itl-ms 5 \\
-     --model scripted
-""")
-    exe.chmod(0o755)
+    exe = _scripted_engine(tmp_path / "chatty-engine", "--ttft-ms", "700", "--itl-ms", "5",
+                           "--model", "scripted", before=_write_pgid(pgid_file)
+                           + f'echo "engine args: $@"\n{sys.executable} "{leak}"\n')
     path = tmp_path / "t.yaml"
     path.write_text(f"""\
 name: t
