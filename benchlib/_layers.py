@@ -15,14 +15,16 @@ layer packages                                what they are
                                               every byte written
 2     measure, memory, models, importers,     the measuring client; GPU memory math; model
       energy                                  files; published-result parsers; NVML/RAPL
-3     recipe, scripted, sweep                 the recipe schema; the scripted server (a
+3     adapters                                one adapter per engine kind: everything the
+                                              kit knows about an engine; the kinds' registry
+4     recipe, scripted, sweep                 the recipe schema; the scripted server (a
                                               measuring instrument); SLO search
-4     engines, accuracy, checks, provenance,  engine launch, flags and logs; lm-eval; the
+5     engines, accuracy, checks, provenance,  engine launch, flags and logs; lm-eval; the
       references                              functional checks; provenance; references
-5     pipeline                                the steps, the run folder and the runner
-6     report                                  HTML report and write-up from run folders
-7     cli                                     the command line
-8     __main__                                ``python -m benchlib``
+6     pipeline                                the steps, the run folder and the runner
+7     report                                  HTML report and write-up from run folders
+8     cli                                     the command line
+9     __main__                                ``python -m benchlib``
 ====  ======================================  ===============================================
 """
 
@@ -35,6 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_exceptions", "_wire", "_tls", "_layers"),
     ("_secrets",),
     ("measure", "memory", "models", "importers", "energy"),
+    ("adapters",),
     ("recipe", "scripted", "sweep"),
     ("engines", "accuracy", "checks", "provenance", "references"),
     ("pipeline",),

@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchlib.adapters import adapter
+
 __all__ = ["register", "run"]
 
 
@@ -80,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
         plan = plan_launch(sub.engine, sub.model, path)
         if name and len(pairs) > 1:
             print(f"# variant {name}: {sub.engine.kind} {sub.engine.version or ''}".rstrip())
-        if plan.kind == "endpoint":
-            print(f"endpoint: nothing to start; the recipe uses {plan.base_url}")
+        if not plan.argv:
+            print(f"{plan.kind}: nothing to start; the recipe uses {plan.base_url}")
             continue
         if not args.no_check_args:
             print(check_engine_args(sub.engine, nodes=nodes).summary, file=sys.stderr,
@@ -92,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         env = " ".join(f"{k}={v}" for k, v in redact_env(plan.env).items())
         print((env + " " if env else "") + plan.recorded_command, flush=True)
-    if args.dry_run or plan.kind == "endpoint":
+    if args.dry_run or not plan.argv:
         return 0
     recipe = sub
     api_key = env_secret(recipe.engine.api_key_env)
@@ -121,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _with_python(recipe: Any, python: Path | None) -> Any:
     """``recipe`` with its engine's interpreter replaced, where it runs one (vLLM, SGLang)."""
-    if python is None or recipe.engine.kind not in ("vllm", "sglang"):
+    if python is None or not adapter(recipe.engine.kind).takes_python:
         return recipe
     return recipe.model_copy(update={"engine": recipe.engine.model_copy(
         update={"python": Path(python).absolute()})})

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from benchlib._exceptions import UsageError, validation_message
+from benchlib.adapters import PLANNED_KINDS, adapter
 
 __all__ = ["register", "run"]
 
@@ -44,8 +45,9 @@ def register(sub: Any) -> None:
     p.add_argument("--block-size", type=int, default=16)
     p.add_argument("--vllm-version", default="0.32", help="changes how the overhead and the "
                    "'KV cache size' line are computed (default 0.32)")
-    p.add_argument("--engine", choices=("vllm", "sglang"), default="vllm", help="sglang adds "
-                   "what SGLang will report (max_total_num_tokens)")
+    p.add_argument("--engine", choices=PLANNED_KINDS, default=PLANNED_KINDS[0],
+                   help="the engine whose reports the plan adds (sglang: what SGLang will "
+                   "report, max_total_num_tokens)")
     p.add_argument("--mem-fraction-static", type=float, help="SGLang's; default: SGLang's own "
                    "heuristic for the GPU")
     p.add_argument("--decode-batch", type=int, default=32, help="batch B for the decode floor")
@@ -127,8 +129,8 @@ def run(args: argparse.Namespace) -> int:
             kv_budget_gib=args.kv_budget_gib, max_num_batched_tokens=args.max_num_batched_tokens,
             max_num_seqs=args.max_num_seqs, block_size=args.block_size,
             vllm_version=args.vllm_version, decode_batch=args.decode_batch,
-            decode_context=args.decode_context, engine=args.engine,
-            mem_fraction_static=args.mem_fraction_static)
+            decode_context=args.decode_context, mem_fraction_static=args.mem_fraction_static,
+            **adapter(args.engine).plan_settings)
     except ValidationError as exc:
         raise UsageError("plan", validation_message(exc, flags=True)) from None
     if args.gpus_per_node is not None:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlib._exceptions import UsageError
+from benchlib.adapters import ADAPTERS, adapter
 from benchlib.engines._commands import plan_launch, redact_argv, redact_env
 from benchlib.recipe import DEFAULT_INIT_PORTS, EngineSpec, ModelSpec, Recipe
 
@@ -98,16 +99,20 @@ def plan_cluster(engine: EngineSpec, model: ModelSpec, model_path: Path, nodes: 
     """The commands of ``engine`` (vLLM or SGLang, with ``engine.parallel``) serving
     ``model_path`` over ``nodes`` machines; each node must hold the model at that path."""
     par = engine.parallel
-    if engine.kind not in ("vllm", "sglang") or par is None or nodes < 2:
-        raise UsageError("hardware.nodes", f"a multi-node plan needs vLLM or SGLang with "
+    kind = adapter(engine.kind)
+    if not kind.multi_node or par is None or nodes < 2:
+        able = " or ".join(a.label for a in ADAPTERS.values() if a.multi_node)
+        raise UsageError("hardware.nodes", f"a multi-node plan needs {able} with "
                          f"engine.parallel and hardware.nodes ≥ 2 (got {engine.kind}, "
                          f"{nodes} node(s))")
-    backend = (par.backend or "ray") if engine.kind == "vllm" else "sglang"
+    # an engine with an executor backend (vLLM) joins by Ray or by its own mp; one without
+    # (SGLang) by its --dist-init-addr
+    backend = (par.backend or "ray") if kind.executor_backend else "dist-init"
     head = par.head or HEAD_PLACEHOLDER
     init = par.init_port or DEFAULT_INIT_PORTS[backend]
     port = engine.port or DEFAULT_HTTP_PORT
     engine = engine.model_copy(update={"port": port, "parallel": par.model_copy(
-        update={"backend": backend if engine.kind == "vllm" else None})})
+        update={"backend": backend if kind.executor_backend else None})})
     serve = plan_launch(engine, model, model_path, port=port)
     argv, env = tuple(serve.argv), dict(serve.env)
     joined = f"{head}:{init}"
@@ -120,28 +125,29 @@ def plan_cluster(engine: EngineSpec, model: ModelSpec, model_path: Path, nodes: 
             (ray, "start", "--head", "--port", str(init)), argv), env))
         launches += [NodeLaunch(r, f"joins the Ray cluster at {joined}", (
             (ray, "start", "--address", joined),), env) for r in range(1, nodes)]
-        how = f"vLLM over a Ray cluster of {nodes} nodes"
+        how = f"{kind.label} over a Ray cluster of {nodes} nodes"
         order = (f"start node 0's ray first, then every other node's; run node 0's server "
                  f"once `{ray} status` counts {nodes} nodes")
     else:
         def ranked(r: int) -> tuple[str, ...]:
             flags: tuple[str, ...] = ("--nnodes", str(nodes), "--node-rank", str(r))
-            if backend == "sglang":
+            if backend == "dist-init":
                 flags += ("--dist-init-addr", joined)
             else:
                 flags += ("--master-addr", head, "--master-port", str(init))
             if backend == "mp" and r > 0:
                 flags += ("--headless",)  # no API on this node; only `vllm serve` reads it
             extra.append(flags)
-            if backend == "sglang" or r == 0:
+            if backend == "dist-init" or r == 0:
                 return (*argv, *flags)
             return (argv[0], "-m", "vllm.entrypoints.cli.main", "serve", *argv[3:], *flags)
 
         launches.append(NodeLaunch(0, api, (ranked(0),), env))
         what = "its share of the model (no API)"
         launches += [NodeLaunch(r, what, (ranked(r),), env) for r in range(1, nodes)]
-        how = (f"SGLang over {nodes} nodes (--dist-init-addr {joined})" if backend == "sglang"
-               else f"vLLM's multiprocessing executor over {nodes} nodes (no Ray)")
+        how = (f"{kind.label} over {nodes} nodes (--dist-init-addr {joined})"
+               if backend == "dist-init"
+               else f"{kind.label}'s multiprocessing executor over {nodes} nodes (no Ray)")
         order = (f"start the {nodes} nodes' commands in any order: they wait for each other "
                  f"at {joined}, and node 0 serves once every rank has joined")
     notes = [f"every node needs {model_path} (the same files at the same path, or the hub id "
@@ -161,7 +167,8 @@ def refuse_multi_node(recipe: Recipe) -> None:
     an engine over several nodes, with each node's commands and how to measure it instead;
     an ``endpoint`` recipe (the engine already running) passes, whatever its node count."""
     nodes = recipe.hardware.nodes
-    pairs = [(n, r) for n, r in recipe.variant_recipes() if r.engine.kind != "endpoint"]
+    pairs = [(n, r) for n, r in recipe.variant_recipes()
+             if adapter(r.engine.kind).starts_process]
     if nodes < 2 or not pairs:
         return
     blocks = []

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchlib._exceptions import UsageError
+from benchlib.adapters import ADAPTERS, adapter
 from benchlib.engines._cluster import plan_cluster
 from benchlib.engines._commands import plan_launch
 from benchlib.engines._flagsets import KNOWN_DIFFERENCES, FlagOption, FlagSet, engine_flag_set
@@ -46,10 +47,6 @@ _KIT_FIELDS = {"--model": "model", "--model-path": "model", "-m": "model",
                "engine.parallel.head", "--master-port": "engine.parallel.init_port",
                "--tokenizer": "model.tokenizer", "--tokenizer-path": "model.tokenizer",
                "--load-format": "model.weights"}
-#: different flags for one setting: given beside the kit's, the two would fight
-_SAME_SETTING = {"vllm": ({"--speculative-config", "--spec-method", "--spec-model",
-                           "--spec-tokens"},),
-                 "llamacpp": ({"-md", "--model-draft", "--spec-draft-model"},)}
 _NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 
@@ -95,12 +92,12 @@ def _normalize(token: str, flags: FlagSet) -> str:
 def _looks_like_flag(token: str, flags: FlagSet) -> bool:
     if not token.startswith("-") or len(token) < 2 or _NEGATIVE.match(token):
         return False
-    return flags.style == "llamacpp" or " " not in token
+    return flags.style != "argparse" or " " not in token
 
 
 def _resolve(token: str, flags: FlagSet) -> tuple[FlagOption | None, str | None, str, bool]:
     """``(option, attached value, spelling as read, dotted)``; option ``None``: unknown."""
-    if flags.style == "llamacpp":
+    if flags.style != "argparse":
         key = _normalize(token, flags)
         return flags.option(key), None, key, False
     if (opt := flags.option(token)) is not None:
@@ -139,7 +136,7 @@ class _Ambiguous(Exception):
 def _unknown(token: str, key: str, flags: FlagSet) -> str:
     text = f"{token} is not a flag of {flags.engine} {flags.version}"
     name, eq, value = key.partition("=")
-    if eq and flags.style == "llamacpp" and flags.option(name):
+    if eq and flags.style != "argparse" and flags.option(name):
         return text + f" (llama.cpp takes no --flag=value: write {name} {value})"
     known = KNOWN_DIFFERENCES.get(flags.engine, {}).get(key)
     if known:
@@ -207,7 +204,7 @@ def _scan(flags: FlagSet, argv: Sequence[tuple[str, str]]) -> list[_Use]:
                 nxt = argv[i][1]
                 if flags.style == "argparse" and _looks_like_flag(nxt, flags):
                     break
-                if flags.style == "llamacpp" and flags.option(_normalize(nxt, flags)):
+                if flags.style != "argparse" and flags.option(_normalize(nxt, flags)):
                     problems.append(f"{key} takes a value{hint}, but would take {nxt}")
                 values.append(nxt)
                 i += 1
@@ -227,7 +224,7 @@ def _scan(flags: FlagSet, argv: Sequence[tuple[str, str]]) -> list[_Use]:
 
 
 def _canonical(opt: FlagOption, engine: str) -> str:
-    for group in _SAME_SETTING.get(engine, ()):
+    for group in adapter(engine).same_setting if engine in ADAPTERS else ():
         if group & set(opt.flags):
             return min(group)
     return opt.name
@@ -240,7 +237,7 @@ def _kit_fields(engine: EngineSpec, nodes: int) -> list[tuple[str, str]]:
     bare = engine.model_copy(update={"args": []})
     model = ModelSpec(id="model")
     node_flags: tuple[tuple[str, ...], ...] = ()
-    if nodes > 1 and bare.parallel is not None and bare.kind in ("vllm", "sglang"):
+    if nodes > 1 and bare.parallel is not None and adapter(bare.kind).multi_node:
         cluster = plan_cluster(bare, model, Path("MODEL"), nodes)
         argv, node_flags = list(cluster.serve), cluster.node_flags
     else:
@@ -264,7 +261,8 @@ def _check(engine: EngineSpec, sources: Sequence[tuple[str, Sequence[str]]], var
     if nodes > 1 and engine.parallel is not None:
         notes.append(f"each of the {nodes} nodes' commands checked too (benchlib launch "
                      "--dry-run prints them; benchlib starts none of them)")
-    if engine.version and flags.version != engine.version and flags.engine != "llamacpp":
+    if engine.version and flags.version != engine.version and \
+            adapter(engine.kind).flag_versions_comparable:
         notes.append(f"engine.version says {engine.version}; checked against "
                      f"{flags.version}, the version installed")
     kit_uses = [u for u in _scan(flags, kit_fields) if u.option or u.problem]

@@ -47,10 +47,10 @@ from benchlib.measure._seeds import (
     warmup_seed,
 )
 from benchlib.measure._server_metrics import (
-    ENGINE_METRICS,
     SERVER_METRICS,
     GaugeStats,
-    MetricEngine,
+    MetricNames,
+    MetricSource,
     ScrapeFault,
     ServerCounters,
     ServerGauges,
@@ -74,7 +74,6 @@ from benchlib.measure._workload import (
 )
 
 __all__ = [
-    "ENGINE_METRICS",
     "INSTRUCTIONS",
     "LENGTH_KEYS",
     "METRICS",
@@ -89,7 +88,8 @@ __all__ = [
     "GaugeStats",
     "MeasureConfig",
     "MeasureResult",
-    "MetricEngine",
+    "MetricNames",
+    "MetricSource",
     "MetricsSampler",
     "OutputLen",
     "Passage",

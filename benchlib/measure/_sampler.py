@@ -37,11 +37,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from benchlib.measure._endpoint import Endpoint
 from benchlib.measure._server_metrics import (
-    ENGINE_METRICS,
     SERVER_METRICS,
-    VERIFIED_ENGINES,
     GaugeStats,
-    MetricEngine,
+    MetricNames,
     MetricSource,
     ScrapeFault,
     ScrapePhase,
@@ -121,12 +119,12 @@ def _delta(word: str, first: Values, last: Values, src: MetricSource,
     return None
 
 
-def summarize_scrapes(scrapes: Sequence[Scrape], engine: MetricEngine, *, metrics_url: str,
+def summarize_scrapes(scrapes: Sequence[Scrape], names: MetricNames, *, metrics_url: str,
                       interval_s: float, t0_perf_counter_s: float) -> ServerMetrics:
     """The summary of one scenario's scrapes (in the order taken). The baseline is the last
     ``mark`` scrape if there is one, else the ``before`` scrape; the end is the ``after``
     scrape. Never raises on what a server sent: unparsable scrapes become faults."""
-    table = ENGINE_METRICS[engine]
+    table = names.sources
     faults: list[ScrapeFault] = []
     parsed: list[tuple[Scrape, Values | None]] = []
     for s in scrapes:
@@ -184,7 +182,7 @@ def summarize_scrapes(scrapes: Sequence[Scrape], engine: MetricEngine, *, metric
         series[word] = column
     known = first is not None and last is not None
     return ServerMetrics(
-        engine=engine, verified=engine in VERIFIED_ENGINES, metrics_url=metrics_url,
+        engine=names.engine, verified=names.verified, metrics_url=metrics_url,
         interval_s=interval_s, t0_perf_counter_s=t0_perf_counter_s,
         baseline="mark" if marks else "before",
         window_s=(parsed[start_i][0].t_s, parsed[end_i][0].t_s) if known else None,
@@ -223,18 +221,19 @@ class MetricsSampler:
     typed summary. Usable as a context manager (``result`` holds the summary afterwards).
 
     ``base_url``: the server's OpenAI base URL (``metrics_path`` overrides where the metrics
-    are); ``engine``: whose names to read; ``api_key``: sent as a bearer token, as the
+    are); ``names``: the engine's metric names (its adapter's); ``api_key``: sent as a
+    bearer token, as the
     measurement sends it; ``ssl_context``: how to trust an ``https`` server (default: the
     system's CAs, as :meth:`~benchlib.measure.Endpoint.tls_context` builds them).
     """
 
-    def __init__(self, base_url: str, engine: MetricEngine, *, interval_s: float = 0.5,
+    def __init__(self, base_url: str, names: MetricNames, *, interval_s: float = 0.5,
                  timeout_s: float = 2.0, metrics_path: str | None = None,
                  api_key: str | None = None, ssl_context: ssl.SSLContext | None = None
                  ) -> None:
         if interval_s <= 0:
             raise ValueError("interval_s must be > 0")
-        self.engine = engine
+        self.names = names
         self.interval_s = interval_s
         self.url = metrics_url(base_url)
         ep = Endpoint.parse(base_url)
@@ -247,7 +246,7 @@ class MetricsSampler:
         self._headers = {"accept": "text/plain", "user-agent": "benchlib"}
         if api_key:
             self._headers["authorization"] = f"Bearer {api_key}"
-        self._filter = line_filter(ENGINE_METRICS[engine])
+        self._filter = line_filter(names.sources)
         self._scrapes: list[Scrape] = []
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
@@ -332,7 +331,7 @@ class MetricsSampler:
         self._scrape("after")
         with self._lock:
             scrapes = sorted(self._scrapes, key=lambda s: s.t_s)
-        self.result = summarize_scrapes(scrapes, self.engine, metrics_url=self.url,
+        self.result = summarize_scrapes(scrapes, self.names, metrics_url=self.url,
                                         interval_s=self.interval_s,
                                         t0_perf_counter_s=self._t0_perf)
         return self.result

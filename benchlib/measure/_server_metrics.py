@@ -3,9 +3,10 @@ exposes them in its Prometheus ``/metrics``, and the typed summary of a scenario
 
 Engines name the same thing differently (vLLM's ``vllm:generation_tokens_total`` is
 llama.cpp's ``llamacpp:tokens_predicted_total``), so results speak one vocabulary,
-:data:`SERVER_METRICS`, and :data:`ENGINE_METRICS` says, per engine, which samples carry each
-word. Both are checked against each other and against the result models at import, like the
-scripted server's fault table. Where the names come from:
+:data:`SERVER_METRICS`, and each engine's :class:`MetricNames` (held by its adapter,
+:mod:`benchlib.adapters`) says which samples carry each word. The vocabulary is checked
+against the result models at import, like the scripted server's fault table, and each
+engine's names against the vocabulary when made. Where the names come from:
 
 * vLLM 0.32: ``vllm/v1/metrics/loggers.py`` (``PrometheusStatLogger``) and
   ``vllm/v1/spec_decode/metrics.py`` (``SpecDecodingProm``), read in the installed build;
@@ -33,15 +34,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal, get_args
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ENGINE_METRICS", "SERVER_METRICS", "VERIFIED_ENGINES", "GaugeStats",
-           "MetricEngine", "MetricSource", "ScrapeFault", "ScrapePhase", "ServerCounters",
-           "ServerGauges", "ServerMetrics"]
+__all__ = ["SERVER_METRICS", "GaugeStats", "MetricNames", "MetricSource", "ScrapeFault",
+           "ScrapePhase", "ServerCounters", "ServerGauges", "ServerMetrics"]
 
-MetricEngine = Literal["vllm", "llamacpp", "sglang"]
 MetricKind = Literal["counter", "gauge"]
 ScrapePhase = Literal["before", "during", "mark", "after"]
 
@@ -88,61 +87,28 @@ class MetricSource:
     zero_when_absent: bool = False
 
 
-_S = MetricSource
-#: per engine, where each word of :data:`SERVER_METRICS` is (a word left out: not exposed)
-ENGINE_METRICS: Mapping[str, Mapping[str, MetricSource]] = MappingProxyType({
-    "vllm": MappingProxyType({
-        "prompt_tokens": _S(("vllm:prompt_tokens_total",)),
-        "generation_tokens": _S(("vllm:generation_tokens_total",)),
-        "requests_finished": _S(("vllm:request_success_total",)),
-        "preemptions": _S(("vllm:num_preemptions_total",)),
-        "prefix_cache_queries": _S(("vllm:prefix_cache_queries_total",)),
-        "prefix_cache_hits": _S(("vllm:prefix_cache_hits_total",)),
-        "engine_steps": _S(("vllm:iteration_tokens_total_count",)),
-        "spec_drafts": _S(("vllm:spec_decode_num_drafts_total",)),
-        "spec_draft_tokens": _S(("vllm:spec_decode_num_draft_tokens_total",)),
-        "spec_accepted_tokens": _S(("vllm:spec_decode_num_accepted_tokens_total",)),
-        "spec_accepted_per_position": _S(("vllm:spec_decode_num_accepted_tokens_per_pos_total",),
-                                         by_label="position"),
-        # gpu_cache_usage_perc: its name before vLLM 0.10
-        "kv_cache_usage": _S(("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
-                             combine="max"),
-        "requests_running": _S(("vllm:num_requests_running",)),
-        "requests_waiting": _S(("vllm:num_requests_waiting",)),
-    }),
-    "llamacpp": MappingProxyType({
-        "prompt_tokens": _S(("llamacpp:prompt_tokens_total",)),
-        "generation_tokens": _S(("llamacpp:tokens_predicted_total",)),
-        "prefix_cache_hits": _S(("llamacpp:prompt_tokens_cached_total",)),
-        "engine_steps": _S(("llamacpp:n_decode_total",)),
-        "spec_drafts": _S(("llamacpp:spec_decode_num_drafts_total",)),
-        "spec_draft_tokens": _S(("llamacpp:spec_decode_num_draft_tokens_total",)),
-        "spec_accepted_tokens": _S(("llamacpp:spec_decode_num_accepted_tokens_total",)),
-        "spec_accepted_per_position": _S(
-            ("llamacpp:spec_decode_num_accepted_tokens_per_pos_total",), by_label="position",
-            zero_when_absent=True),
-        "kv_cache_usage": _S(("llamacpp:kv_cache_usage_ratio",), combine="max"),
-        "requests_running": _S(("llamacpp:requests_processing",)),
-        "requests_waiting": _S(("llamacpp:requests_deferred",)),
-        # typed counter by 2025 builds, so the parser adds _total
-        "busy_slots_per_decode": _S(("llamacpp:n_busy_slots_per_decode",
-                                     "llamacpp:n_busy_slots_per_decode_total"), combine="max"),
-    }),
-    "sglang": MappingProxyType({
-        "prompt_tokens": _S(("sglang:prompt_tokens_total",)),
-        "generation_tokens": _S(("sglang:generation_tokens_total",)),
-        "requests_finished": _S(("sglang:num_requests_total",)),
-        "preemptions": _S(("sglang:num_retracted_requests_total",)),
-        "prefix_cache_hits": _S(("sglang:cached_tokens_total",)),
-        "kv_cache_usage": _S(("sglang:token_usage",), combine="max"),
-        "requests_running": _S(("sglang:num_running_reqs",)),
-        "requests_waiting": _S(("sglang:num_queue_reqs",)),
-        "spec_accept_length": _S(("sglang:spec_accept_length",), combine="max"),
-        "spec_accept_rate": _S(("sglang:spec_accept_rate",), combine="max"),
-    }),
-})
-#: engines whose names were read from the source of the version measured here
-VERIFIED_ENGINES = frozenset({"vllm", "llamacpp"})
+@dataclass(frozen=True, slots=True)
+class MetricNames:
+    """One engine's ``/metrics``: where each word of :data:`SERVER_METRICS` is (a word left
+    out: not exposed), whether the names were read from the source of the version measured
+    here, and what its streamed chunks carry. Each engine's adapter holds its own
+    (:mod:`benchlib.adapters`); checked against the vocabulary when made."""
+
+    #: the engine kind, as results name it (``ServerMetrics.engine``)
+    engine: str
+    sources: Mapping[str, MetricSource]
+    #: the names were read from the source of the engine version named in its adapter
+    verified: bool = False
+    #: why its chunks are not engine steps (None: one chunk per step)
+    step_chunks: str | None = None
+
+    def __post_init__(self) -> None:
+        unknown = set(self.sources) - set(SERVER_METRICS)
+        if unknown:
+            raise ValueError(f"{self.engine}: not server metrics: {sorted(unknown)}")
+        if not all((src.by_label is not None) == (name == "spec_accepted_per_position")
+                   for name, src in self.sources.items()):
+            raise ValueError(f"{self.engine}: only spec_accepted_per_position is by label")
 
 
 def _doc(name: str) -> str:
@@ -195,15 +161,10 @@ class ServerGauges(BaseModel):
     spec_accept_rate: GaugeStats | None = Field(None, description=_doc("spec_accept_rate"))
 
 
-assert set(ENGINE_METRICS) == set(get_args(MetricEngine)), "a table per MetricEngine"
 assert set(ServerCounters.model_fields) == {
     k for k, (kind, _) in SERVER_METRICS.items() if kind == "counter"}
 assert set(ServerGauges.model_fields) == {
     k for k, (kind, _) in SERVER_METRICS.items() if kind == "gauge"}
-for _table in ENGINE_METRICS.values():
-    assert set(_table) <= set(SERVER_METRICS), set(_table) - set(SERVER_METRICS)
-    assert all((src.by_label is not None) == (name == "spec_accepted_per_position")
-               for name, src in _table.items())
 
 
 class ScrapeFault(BaseModel):
@@ -222,7 +183,7 @@ class ServerMetrics(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    engine: MetricEngine = Field(description="whose metric names were read")
+    engine: str = Field(description="whose metric names were read (the engine kind)")
     verified: bool = Field(description="the names were read from the source of the engine "
                                        "versions named in the module (false: SGLang)")
     metrics_url: str = Field(description="the URL scraped")

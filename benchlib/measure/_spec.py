@@ -28,28 +28,16 @@ larger by one; the engine's own step count (``steps_server``) shows how many. Me
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchlib.measure._records import RequestRecord
 from benchlib.measure._request import EndpointKind, RequestOutcome
-from benchlib.measure._server_metrics import MetricEngine, ServerMetrics
+from benchlib.measure._server_metrics import MetricNames, ServerMetrics
 
-__all__ = ["STEP_CHUNKS", "ClientStreams", "Reconciliation", "SpecAcceptance",
+__all__ = ["ClientStreams", "Reconciliation", "SpecAcceptance",
            "SpecDecodeReport", "spec_decode_report"]
-
-#: per engine, why its chunks are not engine steps (None: one chunk per step)
-STEP_CHUNKS: Mapping[str, str | None] = MappingProxyType({
-    "vllm": None,
-    # verified on llama-server build 11312 (draft-simple, k=4): 128 text events for 128
-    # tokens while 97 of 120 draft tokens were accepted in 31 decode calls
-    "llamacpp": "llama-server streams one event per token (process_token for each accepted "
-                "id), whatever was accepted: its chunks say nothing about acceptance",
-    "sglang": "SGLang's chunks per engine step were not verified here",
-})
-
 
 class SpecAcceptance(BaseModel):
     """How the drafts fared, as the server counted them."""
@@ -220,18 +208,16 @@ def _from_timings(timings: Sequence[Mapping[str, Any] | None]) -> SpecAcceptance
                           mean_acceptance_length=None, per_position_acceptance=None)
 
 
-def _why_not(metrics: ServerMetrics | None, client: ClientStreams, engine: str | None,
+def _why_not(metrics: ServerMetrics | None, client: ClientStreams, names: MetricNames | None,
              max_concurrency: int | None, stream_interval: int, warmups_in_window: int
              ) -> str | None:
     """Why the chunk/step reconciliation cannot hold for this scenario (None: it can)."""
     if client.succeeded == 0:
         return "no request succeeded"
-    if engine is None:
+    if names is None:
         return "the engine is unknown, so what its chunks carry is unknown"
-    if engine not in STEP_CHUNKS:
-        return f"{engine}: how it chunks its stream is unknown"
-    if STEP_CHUNKS[engine] is not None:
-        return STEP_CHUNKS[engine]
+    if names.step_chunks is not None:
+        return names.step_chunks
     if max_concurrency != 1:
         return (f"concurrency {max_concurrency or 'unlimited'}: above 1, a request's steps "
                 "are merged into one chunk whenever the API server falls behind")
@@ -255,22 +241,22 @@ def _why_not(metrics: ServerMetrics | None, client: ClientStreams, engine: str |
 
 
 def spec_decode_report(metrics: ServerMetrics | None, client: ClientStreams, *,
-                       max_concurrency: int | None, engine: MetricEngine | None = None,
+                       max_concurrency: int | None, names: MetricNames | None = None,
                        stream_interval: int = 1, warmups_in_window: int = 0,
                        server_timings: Sequence[Mapping[str, Any] | None] | None = None,
                        tolerance: float = 0.02) -> SpecDecodeReport:
     """Speculative decoding over one scenario: ``metrics`` from a
     :class:`~benchlib.measure.MetricsSampler` around it, ``client`` from its records;
-    ``engine`` defaults to the sampler's; ``warmups_in_window``: warmup requests the counters
+    ``names``: the engine's metric names (its adapter's; None: the engine is unknown, so no
+    reconciliation); ``warmups_in_window``: warmup requests the counters
     include (0 when the baseline was marked after them); ``server_timings``: per-request
     ``timings`` objects (llama.cpp's ``draft_n``, ``draft_n_accepted``), when recorded."""
-    engine = engine or (metrics.engine if metrics is not None else None)
     c = metrics.counters if metrics is not None and metrics.window_s is not None else None
     accepted = c.spec_accepted_tokens if c is not None else None
     generated = c.generation_tokens if c is not None else None
     acc_diff, out_diff = _rel(client.accepted_tokens, accepted), _rel(client.output_tokens,
                                                                        generated)
-    why = _why_not(metrics, client, engine, max_concurrency, stream_interval,
+    why = _why_not(metrics, client, names, max_concurrency, stream_interval,
                    warmups_in_window)
     k = (len(c.spec_accepted_per_position) if c is not None
          and c.spec_accepted_per_position is not None else None)

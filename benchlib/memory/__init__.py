@@ -7,7 +7,7 @@ tokens, max concurrency and the decode floor, per GPU, for any Hugging Face conf
 :data:`VLLM_LOG_PATTERNS` is the kit's one table of vLLM's startup lines (engines read it too).
 :func:`plan_nodes` finds how many nodes of a GPU a model needs at a context and a
 concurrency, with pipeline stages splitting the layers (:mod:`._nodes`).
-For SGLang recipes (``PlanConfig(engine="sglang")``) :func:`sglang_pool` predicts SGLang's own
+For SGLang recipes (``PlanConfig(sglang_pool=True)``) :func:`sglang_pool` predicts SGLang's own
 report, ``max_total_num_tokens`` and the pool's "K size / V size" (:mod:`._sglang`).
 
 Where this layer sits: ``docs/architecture.md``.

@@ -78,8 +78,9 @@ class PlanConfig(BaseModel):
     vllm_version: str = "0.32"
     decode_batch: int = Field(32, ge=1)
     decode_context: int | None = Field(None, ge=1)
-    engine: Literal["vllm", "sglang"] = Field(
-        "vllm", description="sglang adds what SGLang will report (max_total_num_tokens)")
+    sglang_pool: bool = Field(
+        False, description="also predict what SGLang will report (max_total_num_tokens); its "
+        "adapter sets it for an SGLang recipe")
     mem_fraction_static: float | None = Field(
         None, gt=0, le=1, description="SGLang's --mem-fraction-static (default: SGLang's own)")
     speculative: str | None = Field(
@@ -190,7 +191,7 @@ class Plan(BaseModel):
             "decode_tokens_per_s_ceiling_at_batch": round(dB.tokens_per_s, 1) if dB else None,
             "fits": self.fits, "verdict": self.verdict, "warnings": self.warnings,
             "notes": self.weights.notes + self.layout.notes,
-        } | ({} if self.config.engine != "sglang" else {
+        } | ({} if not self.config.sglang_pool else {
             "sglang_mem_fraction_static": self.sglang.mem_fraction_static if self.sglang else None,
             "sglang_max_total_num_tokens": self.sglang.max_total_num_tokens
             if self.sglang else None})
@@ -299,7 +300,7 @@ def plan(cfg: PlanConfig, arch: ModelArch | None = None) -> Plan:
     pool = sglang_pool(a, weights_gib=weights.per_gpu_gib, tp=tp,
                        kv_cache_dtype=cfg.kv_cache_dtype, gpu_memory_gib=memory,
                        mem_fraction_static=cfg.mem_fraction_static,
-                       ) if cfg.engine == "sglang" and memory else None
+                       ) if cfg.sglang_pool and memory else None
     return Plan(config=cfg, arch=a, gpu=gpu, tp=tp, num_gpus=num_gpus, memory_gib=memory,
                 bandwidth_gbs=bandwidth, max_model_len=max_len, params=params, weights=weights,
                 layout=layout, overhead=overhead, usable_gib=usable, kv_budget_gib=budget,

@@ -51,7 +51,7 @@ class RunEngine:
             return
         self.plan = plan_launch(self.recipe.engine, self.recipe.model,
                                 model_path or Path(self.recipe.model.id))
-        if self.plan.kind == "endpoint":
+        if not self.plan.argv:  # an endpoint: nothing to start
             return
         self.log(f"starting {self.plan.kind}: {self.plan.recorded_command}")
         self.folder.keep_earlier_engine_log()

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from benchlib.adapters import adapter
 from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._sidecar import read_sidecar
 from benchlib.recipe import Recipe, Scenario
@@ -35,7 +36,7 @@ def done_steps(recipe: Recipe, folder: RunFolder, steps: Sequence[Step[Any]]) ->
             if folder.sidecar(s.name).is_file()
             and read_sidecar(folder.sidecar(s.name)).status == "ok"}
     engine_needed = any(s.engine == "ready" and s.name not in done for s in steps)
-    if engine_needed and recipe.engine.kind != "endpoint":
+    if engine_needed and adapter(recipe.engine.kind).starts_process:
         done -= {s.name for s in steps if s.engine == "start"}
     return done
 

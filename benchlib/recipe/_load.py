@@ -11,8 +11,8 @@ import yaml
 from pydantic import ValidationError
 
 from benchlib._exceptions import UsageError, validation_problems
+from benchlib.adapters import Speculative
 from benchlib.recipe._schema import EngineSpec, ModelSpec, Recipe
-from benchlib.recipe._speculative import Speculative
 
 __all__ = ["RecipeError", "format_problems", "load_recipe", "map_paths", "recipe_from_dict",
            "resolve_paths"]

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from benchlib.adapters import ADAPTERS, adapter
+
 if TYPE_CHECKING:
     from benchlib.recipe._schema import EngineSpec, HardwareSpec
 
@@ -26,8 +28,8 @@ __all__ = ["DEFAULT_INIT_PORTS", "Parallel", "check_engine_parallel", "check_mac
 
 #: the port node 0 listens on for the other nodes, by how they join: Ray's GCS (``ray start
 #: --head``'s default), vLLM's torch.distributed master (``--master-port``'s default), and the
-#: port SGLang's multi-node examples give ``--dist-init-addr``
-DEFAULT_INIT_PORTS = {"ray": 6379, "mp": 29501, "sglang": 5000}
+#: port SGLang's multi-node examples give ``--dist-init-addr`` (``dist-init``)
+DEFAULT_INIT_PORTS = {"ray": 6379, "mp": 29501, "dist-init": 5000}
 
 
 class Parallel(BaseModel):
@@ -70,12 +72,12 @@ def parallel_problems(engine: EngineSpec, hardware: HardwareSpec, where: str = "
     and machines; ``where`` is where the engine sits in the recipe (``variants[1].engine``)."""
     nodes, per_node = hardware.nodes, hardware.gpu_count
     par = engine.parallel
-    starts = engine.kind not in ("endpoint",)
+    starts = adapter(engine.kind).starts_process
     out: list[tuple[str, str]] = []
     if nodes > 1 and starts:
-        if engine.kind not in ("vllm", "sglang"):
-            return [("hardware.nodes", f"{nodes} nodes: the kit spreads only vLLM and SGLang "
-                     f"over several machines, not {engine.kind}")]
+        if not adapter(engine.kind).multi_node:
+            return [("hardware.nodes", f"{nodes} nodes: the kit spreads only "
+                     f"{_labels('multi_node')} over several machines, not {engine.kind}")]
         if par is None:
             return [(f"{where}.parallel", f"hardware.nodes is {nodes}: say how the engine "
                      "spans them, e.g. parallel: {tp: <GPUs per node>, pp: " + str(nodes)
@@ -98,12 +100,18 @@ def parallel_problems(engine: EngineSpec, hardware: HardwareSpec, where: str = "
     return out
 
 
+def _labels(fact: str) -> str:
+    """The engines with ``fact`` (an adapter's bool field) as prose: ``vLLM and SGLang``."""
+    names = [a.label for a in ADAPTERS.values() if getattr(a, fact)]
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
 def check_engine_parallel(kind: str, par: Parallel | None) -> None:
     """Raise ``ValueError`` when ``engine.parallel`` does not suit the engine ``kind``."""
-    if par is not None and kind not in ("vllm", "sglang"):
-        raise ValueError(f"engine.parallel: the kit sets parallel sizes for vLLM and SGLang "
-                         f"only, not {kind} (give its own flags in args)")
-    if par is not None and par.backend and kind != "vllm":
+    if par is not None and not adapter(kind).parallel:
+        raise ValueError(f"engine.parallel: the kit sets parallel sizes for "
+                         f"{_labels('parallel')} only, not {kind} (give its own flags in args)")
+    if par is not None and par.backend and not adapter(kind).executor_backend:
         raise ValueError("engine.parallel.backend is vLLM's; SGLang joins its nodes itself "
                          "(--nnodes, --node-rank, --dist-init-addr)")
 

@@ -20,6 +20,7 @@ from pydantic import (
 
 from benchlib._exceptions import validation_message
 from benchlib._secrets import SECRET_FLAGS, is_env_ref, is_secret_name
+from benchlib.adapters import ADAPTERS, SPECULATIVE_FLAGS, EngineKind, Speculative, adapter
 from benchlib.measure import (
     EndpointSetting,
     MeasureConfig,
@@ -40,7 +41,6 @@ from benchlib.recipe._parts import (
     Pin,
     _Strict,
 )
-from benchlib.recipe._speculative import Speculative
 
 __all__ = [
     "AccuracySpec",
@@ -56,7 +56,7 @@ __all__ = [
 
 
 #: the engines that make random weights from a config alone (``--load-format dummy``)
-DUMMY_WEIGHT_ENGINES = ("vllm", "sglang")
+DUMMY_WEIGHT_ENGINES = tuple(k for k, a in ADAPTERS.items() if a.dummy_weights)
 
 StepName = Literal["00_plan", "01_download", "02_launch", "03_measure", "04_compare"]
 ALL_STEPS: tuple[StepName, ...] = ("00_plan", "01_download", "02_launch", "03_measure",
@@ -92,7 +92,7 @@ class ModelSpec(_Strict):
 class EngineSpec(_Strict):
     """How to start the engine, or where an already running one listens (``endpoint``)."""
 
-    kind: Literal["vllm", "sglang", "llamacpp", "openjet", "endpoint"]
+    kind: EngineKind = Field(description="the engine: " + ", ".join(ADAPTERS))
     version: Pin | None = Field(None, description="expected engine version")
     commit: Pin | None = Field(None, description="engine source commit, if built from source")
     python: Path | None = Field(None, description="interpreter of the engine's environment")
@@ -122,9 +122,10 @@ class EngineSpec(_Strict):
 
     @model_validator(mode="after")
     def _endpoint_needs_url(self) -> EngineSpec:
-        if self.kind == "endpoint" and not self.base_url:
-            raise ValueError("engine.kind endpoint needs engine.base_url")
-        if self.kind == "endpoint" and self.nice:
+        starts = adapter(self.kind).starts_process
+        if not starts and not self.base_url:
+            raise ValueError(f"engine.kind {self.kind} needs engine.base_url")
+        if not starts and self.nice:
             raise ValueError("engine.nice: the kit starts no process for an endpoint")
         check_engine_parallel(self.kind, self.parallel)
         if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
@@ -144,15 +145,11 @@ class EngineSpec(_Strict):
         if any(is_secret_name(k) for k in self.env):
             raise ValueError("engine.env must not hold secrets; name the variable in "
                              "api_key_env / model.hf_token_env and export it instead")
-        spec_flags = {"--speculative-config", "--speculative_config", "-sc", "--spec-method",
-                      "--spec-model", "--spec-tokens", "-md", "--model-draft",
-                      "--spec-draft-model", "--spec-type", "--spec-draft-n-max",
-                      "--speculative-algorithm", "--speculative-draft-model-path"}
-        if self.kind == "openjet" and {"-d", "--draft"} & {a.split("=", 1)[0]
-                                                            for a in self.args}:
-            raise ValueError("engine.args: open-jet's MTP depth (-d) comes from speculative "
-                             "(method mtp with k; off sends -d 0)")
-        if self.speculative.on and spec_flags & {a.split("=", 1)[0] for a in self.args}:
+        given = {a.split("=", 1)[0] for a in self.args}
+        reserved = adapter(self.kind).reserved_flags
+        for flag in sorted(given & set(reserved)):
+            raise ValueError(f"engine.args: {reserved[flag]}")
+        if self.speculative.on and SPECULATIVE_FLAGS & given:
             raise ValueError("engine.args: the speculative setting goes in speculative "
                              "(method, k, draft_model, options), not in args as well")
         return self

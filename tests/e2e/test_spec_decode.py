@@ -20,10 +20,12 @@ from typing import Literal
 
 import pytest
 
+from benchlib.adapters import adapter
 from benchlib.engines import EngineProcess, lower_priority, plan_launch
 from benchlib.measure import (
     ClientStreams,
     MeasureConfig,
+    MetricNames,
     MetricsSampler,
     measure,
     read_requests,
@@ -35,6 +37,9 @@ from benchlib.recipe import EngineSpec, ModelSpec
 pytestmark = pytest.mark.e2e
 N, INPUT_LEN, OUTPUT_LEN, K = 8, 64, 256, 4
 #: vLLM 0.32's n-gram keys (vllm/config/speculative.py)
+_VLLM_NAMES = adapter("vllm").metrics
+assert _VLLM_NAMES is not None
+VLLM_NAMES: MetricNames = _VLLM_NAMES
 SPEC_CONFIG = {"method": "ngram", "num_speculative_tokens": K, "prompt_lookup_max": 4,
                "prompt_lookup_min": 2}
 
@@ -80,12 +85,12 @@ def test_client_chunks_reconcile_with_the_servers_counters(
         return result_json
 
     run(2, "warmup")  # warm the engine outside the counters' window
-    with MetricsSampler(url, "vllm", interval_s=0.5) as sampler:
+    with MetricsSampler(url, VLLM_NAMES, interval_s=0.5) as sampler:
         result_json = run(N, "timed")
     metrics = sampler.result
     assert metrics is not None
     client = ClientStreams.from_records(read_requests(requests_path(result_json)), endpoint)
-    report = spec_decode_report(metrics, client, max_concurrency=1)
+    report = spec_decode_report(metrics, client, max_concurrency=1, names=VLLM_NAMES)
     s, r = report.server, report.reconciliation
     print(f"\n{endpoint}: {client.output_tokens} tokens in {client.chunks} chunks "
           f"({client.tokens_per_chunk:.2f}/chunk, {client.content_chunks} with text); server: "

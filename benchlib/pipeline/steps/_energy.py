@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchlib.adapters import adapter
 from benchlib.energy import (
     POWERCAP,
     EnergyResult,
@@ -145,11 +146,11 @@ def start_energy(recipe: Recipe, base_url: str, *, idle_s: float = IDLE_S,
     if want != "cpu":
         parallel = recipe.engine.parallel
         count = parallel.world_size if parallel is not None else recipe.hardware.gpu_count
-        env = dict(recipe.engine.env) if recipe.engine.kind == "endpoint" else {
+        env = dict(recipe.engine.env) if not adapter(recipe.engine.kind).starts_process else {
             **os.environ, **recipe.engine.env}
         choice = choose_gpus(env, count)
         gpus, flags = choice.gpus, list(choice.flags)
-        if recipe.engine.kind == "endpoint" and gpus is not None and \
+        if not adapter(recipe.engine.kind).starts_process and gpus is not None and \
                 "CUDA_VISIBLE_DEVICES" not in env:
             flags.append(f"an endpoint on this host: GPUs {gpus} are taken to be its own")
     reader = open_reader(want, gpus, powercap=powercap)

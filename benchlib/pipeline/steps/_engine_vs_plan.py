@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from benchlib._exceptions import BenchlibError
+from benchlib.adapters import ADAPTERS, adapter
 from benchlib.recipe import Recipe, Scenario
 
 if TYPE_CHECKING:
@@ -176,13 +177,13 @@ def _settings(recipe: Recipe, model: Path, cache_config: Mapping[str, str]
 
     e = recipe.engine
     args = [str(a) for a in e.args]
-    fields = set(PlanConfig.model_fields) - {"model", "engine", "mem_fraction_static"}
+    fields = set(PlanConfig.model_fields) - {"model", "sglang_pool", "mem_fraction_static"}
     cfg: dict[str, Any] = {k: v for k, v in recipe.plan.items() if k in fields}
     cfg["model"] = model
     if e.max_model_len:
         cfg["max_model_len"] = e.max_model_len
     extra: dict[str, Any] = {}
-    if e.kind == "vllm":
+    if adapter(e.kind).plan_comparison == "kv_blocks":
         # the utilization the engine runs at: its flag, else its version's default (the
         # recipe's plan setting sizes 00_plan, not an engine it is not passed to)
         cfg.pop("gpu_memory_utilization", None)
@@ -298,9 +299,10 @@ def compare_engine_to_plan(recipe: Recipe, model_path: Path | None,
     parsed ``engine.log``; ``cache_config``: vLLM's ``vllm:cache_config_info`` labels)."""
     from benchlib.memory import PlanConfig, plan
 
-    kind = recipe.engine.kind
-    if kind not in ("vllm", "llamacpp"):
-        return EngineVsPlan(skipped=f"engine {kind}: the comparison covers vLLM and llama.cpp")
+    kind, how = recipe.engine.kind, adapter(recipe.engine.kind).plan_comparison
+    if how is None:
+        covered = " and ".join(a.label for a in ADAPTERS.values() if a.plan_comparison)
+        return EngineVsPlan(skipped=f"engine {kind}: the comparison covers {covered}")
     model = model_path or recipe.model.local_path
     if model is None:
         return EngineVsPlan(skipped="no local model to plan from")
@@ -311,7 +313,7 @@ def compare_engine_to_plan(recipe: Recipe, model_path: Path | None,
     shown = {k: str(v) if isinstance(v, Path) else v for k, v in cfg.items()} | extra
     try:  # a model the plan cannot read is said, never a failed launch
         p = plan(PlanConfig(**cfg))
-        if kind == "vllm":
+        if how == "kv_blocks":
             rows = _vllm_rows(p, log_facts, cache_config, log_text)
             shown["block_size"] = p.layout.block_size
         else:

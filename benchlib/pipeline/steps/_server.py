@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
+from benchlib.adapters import adapter
 from benchlib.measure import (
     ClientStreams,
-    MetricEngine,
     MetricsSampler,
     RequestRecord,
     ServerMetrics,
@@ -26,15 +26,13 @@ from benchlib.recipe import Recipe, Scenario
 
 __all__ = ["sampler_for", "server_json", "server_side"]
 
-_SAMPLED = ("vllm", "llamacpp", "sglang")
-
-
 def sampler_for(recipe: Recipe, base_url: str, api_key: str | None) -> MetricsSampler | None:
     """A started sampler of the recipe's engine, or None for an engine whose metric names
     the kit does not know (an ``endpoint``, open-jet)."""
-    if recipe.engine.kind not in _SAMPLED:
+    names = adapter(recipe.engine.kind).metrics
+    if names is None:
         return None
-    sampler = MetricsSampler(base_url, cast(MetricEngine, recipe.engine.kind),
+    sampler = MetricsSampler(base_url, names,
                              api_key=api_key, ssl_context=url_context(recipe, base_url))
     sampler.start()
     return sampler
@@ -80,6 +78,7 @@ def server_side(recipe: Recipe, s: Scenario, result_json: Path, metrics: ServerM
     records = _every_repeat(result_json)
     report = spec_decode_report(
         metrics, ClientStreams.from_records(records, s.endpoint), max_concurrency=concurrency,
+        names=adapter(recipe.engine.kind).metrics,
         server_timings=[r.server_timings for r in records])
     server = report.server or report.timings
     rec = report.reconciliation

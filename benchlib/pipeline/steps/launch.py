@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from benchlib._secrets import env_secret
+from benchlib.adapters import adapter
 from benchlib.checks import CheckResult, read_chat_template, run_checks
 from benchlib.engines import EngineError, first_token, parse_engine_log
 from benchlib.pipeline._declare import Param, RunFacts, Step, StepInputs
@@ -95,7 +96,7 @@ def launch_summary(recipe: Recipe, *, base_url: str = "", engine_log: str = "",
                             api_key=api_key, verify=context or True,
                             chat_template=template) if wanted else []
         cache_config, scrape_error = scrape_cache_config(url, api_key, context=context) \
-            if recipe.engine.kind == "vllm" else ({}, None)
+            if adapter(recipe.engine.kind).reports_cache_config else ({}, None)
     vs_plan = compare_engine_to_plan(recipe, Path(model_path) if model_path else None,
                                      facts.as_dict(), log_text=text, cache_config=cache_config)
     if scrape_error:

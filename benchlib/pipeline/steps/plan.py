@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from benchlib._secrets import env_secret
+from benchlib.adapters import adapter
 from benchlib.pipeline._chart import Chart
 from benchlib.pipeline._declare import Step
 from benchlib.pipeline._results import save_results
@@ -94,8 +95,8 @@ def plan_step(recipe: Recipe, results_path: str | Path = "", *, run_dir: str | P
     the_plan = None
     if config is not None:
         settings = {"max_model_len": recipe.engine.max_model_len, **recipe.plan}
-        if recipe.engine.kind == "sglang":  # the plan also says what SGLang will report
-            settings.setdefault("engine", "sglang")
+        for key, value in adapter(recipe.engine.kind).plan_settings.items():
+            settings.setdefault(key, value)  # the plan also says what the engine will report
         the_plan = plan(PlanConfig(model=config, **settings))
     result = PlanResult(scenarios=scenarios.to_dict("records"), warnings=warnings,
                         plan=the_plan.summary() if the_plan else None,

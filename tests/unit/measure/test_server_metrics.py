@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from benchlib.adapters import ADAPTERS, adapter
 from benchlib.measure import (
-    ENGINE_METRICS,
     SERVER_METRICS,
-    MetricEngine,
+    MetricNames,
     MetricsSampler,
     ServerMetrics,
     metrics_url,
@@ -42,8 +42,18 @@ def _set(text: str, name: str, value: float) -> str:
                   flags=re.M)
 
 
-def _summary(*scrapes: Scrape, engine: MetricEngine = "vllm") -> ServerMetrics:
-    return summarize_scrapes(list(scrapes), engine, metrics_url="http://x/metrics",
+def _names(engine: str) -> MetricNames:
+    """``engine``'s metric names, as its adapter holds them."""
+    names = adapter(engine).metrics
+    assert names is not None, f"{engine} has no metric names"
+    return names
+
+
+ENGINE_METRICS = {k: a.metrics.sources for k, a in ADAPTERS.items() if a.metrics is not None}
+
+
+def _summary(*scrapes: Scrape, engine: str = "vllm") -> ServerMetrics:
+    return summarize_scrapes(list(scrapes), _names(engine), metrics_url="http://x/metrics",
                              interval_s=0.5, t0_perf_counter_s=0.0)
 
 
@@ -258,7 +268,7 @@ def metrics_server() -> Iterator[tuple[str, Callable[[int], None], list[float]]]
 def test_the_sampler_scrapes_before_during_and_after(
         metrics_server: tuple[str, Callable[[int], None], list[float]]) -> None:
     url, _, times = metrics_server
-    with MetricsSampler(url, "vllm", interval_s=0.05) as sampler:
+    with MetricsSampler(url, _names("vllm"), interval_s=0.05) as sampler:
         time.sleep(0.4)
     m = sampler.result
     assert m is not None and m.metrics_url == url[:-3] + "/metrics"
@@ -271,7 +281,7 @@ def test_the_sampler_scrapes_before_during_and_after(
 def test_a_failing_server_is_a_fault_not_an_exception(
         metrics_server: tuple[str, Callable[[int], None], list[float]]) -> None:
     url, set_status, _ = metrics_server
-    sampler = MetricsSampler(url, "vllm", interval_s=0.05)
+    sampler = MetricsSampler(url, _names("vllm"), interval_s=0.05)
     sampler.start()
     set_status(501)  # llama-server without --metrics answers 501
     time.sleep(0.15)
@@ -279,7 +289,7 @@ def test_a_failing_server_is_a_fault_not_an_exception(
     assert m.scrapes == 1 and m.failed_scrapes >= 2 and m.window_s is None
     assert m.faults[-1].phase == "after" and m.faults[-1].error.startswith("HTTP 501")
     assert m.counters.generation_tokens is None
-    nobody = MetricsSampler("http://127.0.0.1:9", "llamacpp", interval_s=0.05, timeout_s=0.5)
+    nobody = MetricsSampler("http://127.0.0.1:9", _names("llamacpp"), interval_s=0.05, timeout_s=0.5)
     nobody.start()
     gone = nobody.stop()
     assert gone.scrapes == 0 and "Connection refused" in gone.faults[0].error
@@ -291,13 +301,13 @@ def test_an_https_engine_is_scraped_over_tls_with_the_given_trust(tls_files: Tls
     served = _Metrics(tls_files)
     try:
         trust = Endpoint.parse(served.url, ca_bundle=tls_files.cert).tls_context()
-        with MetricsSampler(served.url, "vllm", interval_s=0.05, ssl_context=trust) as sampler:
+        with MetricsSampler(served.url, _names("vllm"), interval_s=0.05, ssl_context=trust) as sampler:
             time.sleep(0.2)
         m = sampler.result
         assert m is not None and m.metrics_url.startswith("https://")
         assert m.failed_scrapes == 0 and m.scrapes == len(served.times) >= 3
         assert m.counters.generation_tokens == 10 * (len(served.times) - 1)
-        untrusted = MetricsSampler(served.url, "vllm", interval_s=0.05)
+        untrusted = MetricsSampler(served.url, _names("vllm"), interval_s=0.05)
         untrusted.start()
         gone = untrusted.stop()
         assert gone.scrapes == 0 and "CERTIFICATE_VERIFY_FAILED" in gone.faults[0].error

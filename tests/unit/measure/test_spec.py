@@ -7,12 +7,14 @@ from typing import Any
 
 import pytest
 
+from benchlib.adapters import adapter
 from benchlib.measure import (
     ClientStreams,
     RequestRecord,
     ServerCounters,
     ServerGauges,
     ServerMetrics,
+    SpecDecodeReport,
     spec_decode_report,
 )
 
@@ -21,6 +23,15 @@ from ._outcomes import outcome
 # the reference run here: vLLM CPU 0.32, n-gram k=4, the tiny model
 REFERENCE: dict[str, Any] = {"spec_drafts": 312.0, "spec_draft_tokens": 1074.0, "spec_accepted_tokens": 653.0,
              "spec_accepted_per_position": [233.0, 168.0, 137.0, 115.0]}
+
+
+def _report(metrics: ServerMetrics | None, client: ClientStreams, *, engine: str | None = None,
+            **kwargs: Any) -> SpecDecodeReport:
+    """:func:`spec_decode_report` with the metric names (its adapter's) of ``engine``, by
+    default the engine the metrics name, as the pipeline passes its recipe's."""
+    engine = engine or (metrics.engine if metrics is not None else None)
+    names = adapter(engine).metrics if engine is not None else None
+    return spec_decode_report(metrics, client, names=names, **kwargs)
 
 
 def _metrics(engine: str = "vllm", window: bool = True, **counters: Any) -> ServerMetrics:
@@ -40,7 +51,7 @@ def _client(output: int = 1024, chunks: int = 382, requests: int = 8) -> ClientS
 
 
 def test_acceptance_follows_vllms_definitions() -> None:
-    report = spec_decode_report(_metrics(**REFERENCE, generation_tokens=1024.0), _client(),
+    report = _report(_metrics(**REFERENCE, generation_tokens=1024.0), _client(),
                                 max_concurrency=1)
     s = report.server
     assert s is not None and s.source == "metrics"
@@ -74,16 +85,16 @@ def test_reconciled_within_two_percent() -> None:
     count against 653 by the server's (1.7 %): reconciled; 2.5 % off is not."""
     m = _metrics(**REFERENCE, generation_tokens=1024.0, requests_finished=8.0,
                  engine_steps=382.0)
-    r = spec_decode_report(m, _client(), max_concurrency=1).reconciliation
+    r = _report(m, _client(), max_concurrency=1).reconciliation
     assert r.reconciled is True and r.why_not is None
     assert r.accepted_client == 642 and r.accepted_rel_diff == pytest.approx(11 / 653)
     assert r.output_rel_diff == 0 and r.steps_server == 382
     # the 11 are tokens accepted past max_tokens: at most k = 4 per request at its limit
     assert r.truncation_allowance == 32 and r.residual_within_allowance is True
-    off = spec_decode_report(m, _client(chunks=355), max_concurrency=1).reconciliation
+    off = _report(m, _client(chunks=355), max_concurrency=1).reconciliation
     assert off.reconciled is False and off.accepted_rel_diff == pytest.approx(16 / 653)
     assert off.residual_within_allowance is False  # the client saw more than was accepted
-    off = spec_decode_report(m, _client(chunks=372, output=1000),
+    off = _report(m, _client(chunks=372, output=1000),
                              max_concurrency=1).reconciliation
     assert off.reconciled is False and off.output_rel_diff == pytest.approx(24 / 1024)
 
@@ -98,25 +109,25 @@ def test_reconciled_within_two_percent() -> None:
 ])
 def test_why_the_check_does_not_apply(change: dict[str, Any], why: str) -> None:
     kwargs: dict[str, Any] = {"max_concurrency": 1} | change
-    r = spec_decode_report(_metrics(**REFERENCE, generation_tokens=1024.0), _client(),
+    r = _report(_metrics(**REFERENCE, generation_tokens=1024.0), _client(),
                            **kwargs).reconciliation
     assert r.reconciled is None and r.why_not is not None and why in r.why_not
     assert r.accepted_rel_diff == pytest.approx(11 / 653)  # still shown
 
 
 def test_what_the_server_lacks_or_other_traffic_stops_the_check() -> None:
-    no_spec = spec_decode_report(_metrics(generation_tokens=1024.0), _client(),
+    no_spec = _report(_metrics(generation_tokens=1024.0), _client(),
                                  max_concurrency=1)
     assert no_spec.server is None
     assert "no accepted-token" in (no_spec.reconciliation.why_not or "")
-    other = spec_decode_report(_metrics(**REFERENCE, generation_tokens=1100.0,
+    other = _report(_metrics(**REFERENCE, generation_tokens=1100.0,
                                         requests_finished=10.0), _client(), max_concurrency=1)
     assert "finished 10 requests" in (other.reconciliation.why_not or "")
-    blind = spec_decode_report(_metrics(window=False, **REFERENCE), _client(),
+    blind = _report(_metrics(window=False, **REFERENCE), _client(),
                                max_concurrency=1)
     assert blind.server is None and blind.reconciliation.accepted_server is None
     assert "no server counters" in (blind.reconciliation.why_not or "")
-    nothing = spec_decode_report(None, _client(requests=0, output=0, chunks=0),
+    nothing = _report(None, _client(requests=0, output=0, chunks=0),
                                  max_concurrency=1, engine="vllm")
     assert nothing.reconciliation.why_not == "no request succeeded"
 
@@ -124,7 +135,7 @@ def test_what_the_server_lacks_or_other_traffic_stops_the_check() -> None:
 def test_llamacpp_timings_give_the_per_request_side() -> None:
     timings = [{"draft_n": 12, "draft_n_accepted": 9, "predicted_n": 40}, None,
                {"draft_n": 8, "draft_n_accepted": 3}]
-    report = spec_decode_report(
+    report = _report(
         _metrics("llamacpp", spec_draft_tokens=20.0, spec_accepted_tokens=12.0,
                  spec_drafts=6.0, generation_tokens=80.0),
         _client(output=80, chunks=80, requests=3), max_concurrency=1, server_timings=timings)

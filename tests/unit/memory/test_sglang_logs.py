@@ -91,10 +91,10 @@ def test_plan_says_what_sglang_reports_only_for_sglang() -> None:
     config = CASES_DIR / "qwen3-4b-h100-tp1-mfs085" / "config.json"
     vllm = plan(PlanConfig(model=config, gpu="H100-SXM")).summary()
     assert "sglang_max_total_num_tokens" not in vllm
-    sg = plan(PlanConfig(model=config, gpu="H100-SXM", engine="sglang",
+    sg = plan(PlanConfig(model=config, gpu="H100-SXM", sglang_pool=True,
                          mem_fraction_static=0.85)).summary()
     assert abs(sg["sglang_max_total_num_tokens"] - 430067) / 430067 < 0.015
-    default = plan(PlanConfig(model=config, gpu="H100-SXM", engine="sglang")).summary()
+    default = plan(PlanConfig(model=config, gpu="H100-SXM", sglang_pool=True)).summary()
     assert default["sglang_mem_fraction_static"] < 0.85
     assert default["sglang_max_total_num_tokens"] < sg["sglang_max_total_num_tokens"]
 

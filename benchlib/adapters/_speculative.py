@@ -1,7 +1,7 @@
 """Speculative decoding as a recipe states it: one method vocabulary across engines.
 
 A variant says *what* it speculates with (``method``, ``k`` tokens per step, a draft model
-file); :mod:`benchlib.engines` turns that into each engine's own flags (vLLM's
+file); each engine's adapter (:mod:`benchlib.adapters`) turns that into its own flags (vLLM's
 ``--speculative-config``, llama.cpp's ``-md``/``--draft-max``), so two variants that differ
 only in their speculative setting differ in exactly one recipe field, and 04_compare can
 name it next to every number.

@@ -1,0 +1,42 @@
+"""One adapter per engine kind: everything the kit knows about an engine, in one place.
+
+:func:`adapter` gives a kind's :class:`EngineAdapter` (its command line, readiness path,
+parallel and speculative flags, ``/metrics`` names, the memory facts the plan needs, the
+distributions that give its version, its known flag differences); :data:`ADAPTERS` is the
+registry the recipe's ``engine.kind`` choices come from. :class:`Speculative` (the recipe's
+speculative setting) lives here because adapters turn it into flags; the recipe re-exports it.
+"""
+
+from benchlib.adapters._base import (
+    EngineAdapter,
+    FlagDifferences,
+    LaunchInputs,
+    ParallelSizes,
+    slots,
+)
+from benchlib.adapters._registry import (
+    ADAPTERS,
+    ENGINE_KINDS,
+    PLANNED_KINDS,
+    SPECULATIVE_FLAGS,
+    EngineKind,
+    adapter,
+)
+from benchlib.adapters._speculative import METHODS, SpecMethod, Speculative
+
+__all__ = [
+    "ADAPTERS",
+    "ENGINE_KINDS",
+    "METHODS",
+    "PLANNED_KINDS",
+    "SPECULATIVE_FLAGS",
+    "EngineAdapter",
+    "EngineKind",
+    "FlagDifferences",
+    "LaunchInputs",
+    "ParallelSizes",
+    "SpecMethod",
+    "Speculative",
+    "adapter",
+    "slots",
+]
