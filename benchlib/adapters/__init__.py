@@ -10,6 +10,7 @@ speculative setting) lives here because adapters turn it into flags; the recipe 
 from benchlib.adapters._base import (
     EngineAdapter,
     FlagDifferences,
+    FlagSourceKind,
     LaunchInputs,
     ParallelSizes,
     slots,
@@ -22,17 +23,22 @@ from benchlib.adapters._registry import (
     EngineKind,
     adapter,
 )
+from benchlib.adapters._sglang import SGLANG_PARSER
 from benchlib.adapters._speculative import METHODS, SpecMethod, Speculative
+from benchlib.adapters._vllm import VLLM_PARSER
 
 __all__ = [
     "ADAPTERS",
     "ENGINE_KINDS",
     "METHODS",
     "PLANNED_KINDS",
+    "SGLANG_PARSER",
     "SPECULATIVE_FLAGS",
+    "VLLM_PARSER",
     "EngineAdapter",
     "EngineKind",
     "FlagDifferences",
+    "FlagSourceKind",
     "LaunchInputs",
     "ParallelSizes",
     "SpecMethod",

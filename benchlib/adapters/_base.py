@@ -19,15 +19,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Literal
 
 from benchlib._exceptions import UsageError
 from benchlib.adapters._speculative import Speculative
 from benchlib.measure import MetricNames
 
-__all__ = ["EngineAdapter", "FlagDifferences", "LaunchInputs", "ParallelSizes", "slots"]
+__all__ = ["EngineAdapter", "FlagDifferences", "FlagSourceKind", "LaunchInputs", "ParallelSizes",
+           "slots"]
 
 #: flag → (the flags that replace it, what to write instead)
 FlagDifferences = Mapping[str, tuple[tuple[str, ...], str]]
+#: where an engine's flag set comes from (:mod:`benchlib.engines._flagsets` reads it):
+#: ``parser``: its own parser, built in ``engine.python`` (without one: the pinned release's
+#: committed set); ``parser-or-committed``: the same, falling back to the committed set of the
+#: installed version; ``committed``: the committed sets only (the installed version read from
+#: ``engine.python`` when given); ``help``: ``engine.executable --help``; ``none``: no flags
+FlagSourceKind = Literal["parser", "parser-or-committed", "committed", "help", "none"]
 
 
 def _empty() -> Mapping[str, object]:
@@ -140,6 +148,19 @@ class EngineAdapter:
     same_setting: tuple[frozenset[str], ...] = ()
     #: the version of its flag set is comparable with ``engine.version``
     flag_versions_comparable: bool = True
+    #: where its flag set comes from (see :data:`FlagSourceKind`)
+    flag_source: FlagSourceKind = "none"
+    #: Python run in ``engine.python`` that leaves the engine's own parser in ``parser``
+    flag_parser: str = ""
+    #: what the source of a parser-built set adds after "{dist} {version}'s own parser"
+    flag_parser_note: str = ""
+    #: its parser takes vLLM's FlexibleArgumentParser spellings (underscores, dotted keys,
+    #: ``-O3``)
+    flexible_flags: bool = False
+    #: the tool that writes its committed flag sets (``{version}``: the version)
+    flag_tool: str = ""
+    #: why there is no flag set (``none``; ``help`` without ``engine.executable``)
+    no_flag_set: str = ""
 
     def command(self, launch: LaunchInputs) -> tuple[list[str], str]:
         """The program and the flags the kit always passes, and the path that says ready

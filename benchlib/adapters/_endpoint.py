@@ -8,4 +8,5 @@ from benchlib.adapters._base import EngineAdapter
 
 __all__ = ["ENDPOINT"]
 
-ENDPOINT = EngineAdapter(name="endpoint", label="an endpoint", starts_process=False)
+ENDPOINT = EngineAdapter(name="endpoint", label="an endpoint", starts_process=False,
+                         no_flag_set="an endpoint: the kit starts nothing")

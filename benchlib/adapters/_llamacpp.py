@@ -115,5 +115,6 @@ LLAMACPP = _Llamacpp(
                             "(the kit passes it from engine.max_model_len)"),
     }),
     same_setting=(frozenset({"-md", "--model-draft", "--spec-draft-model"}),),
-    flag_versions_comparable=False,
+    flag_versions_comparable=False, flag_source="help",
+    no_flag_set="llama-cpp-python's server; give engine.executable (llama-server)",
 )

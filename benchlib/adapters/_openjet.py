@@ -47,6 +47,7 @@ class _Openjet(EngineAdapter):
 OPENJET = _Openjet(
     name="openjet", label="open-jet", distributions=("open-jet",),
     reserved_flags=MappingProxyType({"-d": _DEPTH, "--draft": _DEPTH}),
+    flag_source="committed", flag_tool="tools/engine_flags.py openjet {version}",
     flag_differences=MappingProxyType({
         "--ctx-size": (("--ctx",), "llama-server's name; openjet-engine's is -c/--ctx"),
         "--alias": ((), "openjet-engine has no alias: it serves the model under its file name"),

@@ -22,4 +22,6 @@ class _Scripted(EngineAdapter):
                 "--port", str(launch.port), "--model", launch.served_name], launch.ready_path
 
 
-SCRIPTED = _Scripted(name="scripted", label="the scripted server")
+SCRIPTED = _Scripted(name="scripted", label="the scripted server",
+                     no_flag_set="the scripted server: its flags are the kit's own (benchlib "
+                                 "scripted-server --help)")

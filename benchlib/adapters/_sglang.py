@@ -23,7 +23,20 @@ from benchlib.adapters._speculative import Speculative
 from benchlib.adapters._vllm import model_files
 from benchlib.measure import MetricNames, MetricSource
 
-__all__ = ["SGLANG"]
+__all__ = ["SGLANG", "SGLANG_PARSER"]
+
+#: SGLang's parser, as ``sglang.launch_server`` builds it (``prepare_server_args``)
+SGLANG_PARSER = """
+import argparse
+try:
+    from sglang.srt.plugins import load_plugins
+    load_plugins()
+except ImportError:
+    pass
+from sglang.srt.server_args import ServerArgs
+parser = argparse.ArgumentParser(prog="sglang serve")
+ServerArgs.add_cli_args(parser)
+"""
 
 _METHODS = {"ngram": "NGRAM", "eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "EAGLE"}
 _S = MetricSource
@@ -74,6 +87,8 @@ SGLANG = _Sglang(
                         step_chunks="SGLang's chunks per engine step were not verified here"),
     plan_settings=MappingProxyType({"sglang_pool": True}),
     speculative_flags=frozenset({"--speculative-algorithm", "--speculative-draft-model-path"}),
+    flag_source="parser-or-committed", flag_parser=SGLANG_PARSER,
+    flag_tool="tools/engine_flags.py sglang {version}",
     flag_differences=MappingProxyType({
         "--max-model-len": (("--context-length",), "vLLM's name; SGLang's is --context-length "
                             "(the kit passes it from engine.max_model_len)"),

