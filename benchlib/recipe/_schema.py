@@ -15,12 +15,20 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
 from benchlib._exceptions import validation_message
 from benchlib._secrets import SECRET_FLAGS, is_env_ref, is_secret_name
-from benchlib.adapters import ADAPTERS, SPECULATIVE_FLAGS, EngineKind, Speculative, adapter
+from benchlib.adapters import (
+    ADAPTERS,
+    PLANNED_KINDS,
+    SPECULATIVE_FLAGS,
+    EngineKind,
+    Speculative,
+    adapter,
+)
 from benchlib.measure import (
     EndpointSetting,
     MeasureConfig,
@@ -297,6 +305,20 @@ class Recipe(_Strict):
     assumptions: list[Assumption] = Field(
         default_factory=list, description="settings the source does not give, each with "
         "the value taken and why: printed as caveats by --check, 04_compare and the report")
+
+    @field_validator("plan")
+    @classmethod
+    def _plan_engine(cls, plan: dict[str, Any]) -> dict[str, Any]:
+        """``plan.engine: KIND``, the engine whose own report the plan adds, becomes that
+        engine's plan settings (its adapter's ``plan_settings``; given settings win)."""
+        if "engine" not in plan:
+            return plan
+        kind = plan["engine"]
+        if kind not in PLANNED_KINDS:
+            raise ValueError(f"plan.engine: one of {', '.join(PLANNED_KINDS)} (got {kind!r})")
+        off = {key: False for a in ADAPTERS.values() for key in a.plan_settings}
+        rest = {key: value for key, value in plan.items() if key != "engine"}
+        return off | dict(adapter(kind).plan_settings) | rest
 
     @model_validator(mode="after")
     def _plan_keys(self) -> Recipe:

@@ -145,3 +145,21 @@ def test_the_facts_other_packages_ask_for() -> None:
         "vllm": "kv_blocks", "llamacpp": "n_ctx"}
     assert adapter("openjet").distributions == ("open-jet",)
     assert {"--speculative-config", "-md", "--speculative-algorithm"} <= SPECULATIVE_FLAGS
+
+
+def test_a_recipe_s_plan_engine_becomes_the_engine_s_plan_settings() -> None:
+    """``plan: {engine: sglang}`` (params/multinode's) asks the plan for SGLang's pool, as
+    ``PlanConfig(engine="sglang")`` did; ``engine: vllm`` turns it off; others are refused."""
+    from benchlib.recipe import recipe_from_dict
+
+    def plan(**settings: Any) -> dict[str, Any]:
+        return recipe_from_dict({
+            "name": "r", "model": {"id": "m"}, "engine": {"kind": "sglang"},
+            "plan": settings, "scenarios": [{"name": "s"}]}).plan
+
+    assert plan(engine="sglang", tp=2) == {"sglang_pool": True, "tp": 2}
+    assert plan(engine="vllm") == {"sglang_pool": False}
+    assert plan(engine="sglang", sglang_pool=False) == {"sglang_pool": False}
+    assert plan(tp=1) == {"tp": 1}
+    with pytest.raises(Exception, match=r"plan.engine: one of vllm, sglang \(got 'openjet'\)"):
+        plan(engine="openjet")
