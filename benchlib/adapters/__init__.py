@@ -8,6 +8,7 @@ speculative setting) lives here because adapters turn it into flags; the recipe 
 """
 
 from benchlib.adapters._base import (
+    CrashHint,
     EngineAdapter,
     FlagDifferences,
     FlagSourceKind,
@@ -35,6 +36,7 @@ __all__ = [
     "SGLANG_PARSER",
     "SPECULATIVE_FLAGS",
     "VLLM_PARSER",
+    "CrashHint",
     "EngineAdapter",
     "EngineKind",
     "FlagDifferences",

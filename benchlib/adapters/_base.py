@@ -15,6 +15,7 @@ recipe's settings as the primitives of :class:`LaunchInputs`, never as recipe mo
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +26,8 @@ from benchlib._exceptions import UsageError
 from benchlib.adapters._speculative import Speculative
 from benchlib.measure import MetricNames
 
-__all__ = ["EngineAdapter", "FlagDifferences", "FlagSourceKind", "LaunchInputs", "ParallelSizes",
-           "slots"]
+__all__ = ["CrashHint", "EngineAdapter", "FlagDifferences", "FlagSourceKind", "LaunchInputs",
+           "ParallelSizes", "slots"]
 
 #: flag → (the flags that replace it, what to write instead)
 FlagDifferences = Mapping[str, tuple[tuple[str, ...], str]]
@@ -47,6 +48,19 @@ def _no_flags() -> Mapping[str, str]:
 
 
 def _no_differences() -> FlagDifferences:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class CrashHint:
+    """A failure an engine's log can show (matched line by line) and what to do about it."""
+
+    name: str
+    pattern: re.Pattern[str]
+    hint: str
+
+
+def _no_patterns() -> Mapping[str, re.Pattern[str]]:
     return MappingProxyType({})
 
 
@@ -128,6 +142,12 @@ class EngineAdapter:
     takes_python: bool = False
     #: distributions whose installed version is the engine's version, first found wins
     distributions: tuple[str, ...] = ()
+    #: its log lines, fact → pattern, read by :func:`benchlib.engines.parse_engine_log`
+    #: (``version``, ``kv_cache_tokens`` … as :class:`~benchlib.engines.EngineLogFacts` names
+    #: them)
+    log_patterns: Mapping[str, re.Pattern[str]] = field(default_factory=_no_patterns)
+    #: failures only this engine prints, each with what to do
+    crash_hints: tuple[CrashHint, ...] = ()
     #: where each server metric is in its ``/metrics`` (None: not sampled)
     metrics: MetricNames | None = None
     #: PlanConfig settings that make ``00_plan`` also say what this engine reports

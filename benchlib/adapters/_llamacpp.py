@@ -17,9 +17,10 @@ else llama-cpp-python's ``python -m llama_cpp.server --model … --model_alias �
 
 from __future__ import annotations
 
+import re
 from types import MappingProxyType
 
-from benchlib.adapters._base import EngineAdapter, LaunchInputs, slots
+from benchlib.adapters._base import CrashHint, EngineAdapter, LaunchInputs, slots
 from benchlib.adapters._speculative import Speculative
 from benchlib.measure import MetricNames, MetricSource
 
@@ -78,6 +79,17 @@ class _Llamacpp(EngineAdapter):
 
 LLAMACPP = _Llamacpp(
     name="llamacpp", label="llama.cpp", distributions=("llama_cpp_python", "llama-cpp-python"),
+    crash_hints=(
+        CrashHint("removed-argument", re.compile(r"the argument has been removed\."),
+                  "this llama.cpp build renamed the flag: use the one the message names "
+                  "(b11312: --draft-max → --spec-draft-n-max, --draft-min → "
+                  "--spec-draft-n-min; a draft model also needs --spec-type draft-simple, or "
+                  "it is loaded and never used)"),
+        CrashHint("model-load-failed", re.compile(r"failed to load (?:draft )?model, '|"
+                                                  r"exiting due to model loading error"),
+                  "llama-server could not load the GGUF: check the path, that the file is "
+                  "whole, and that this build knows its architecture (engine.commit)"),
+    ),
     metrics=MetricNames(
         "llamacpp", MappingProxyType({
         "prompt_tokens": _S(("llamacpp:prompt_tokens_total",)),

