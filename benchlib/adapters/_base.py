@@ -192,6 +192,11 @@ class EngineAdapter:
         """The flags of ``engine.parallel`` every node passes (none without it)."""
         return []
 
+    def headless_argv(self, argv: tuple[str, ...]) -> tuple[str, ...]:
+        """The server command ``argv`` as a node that serves no API runs it (a multi-node
+        engine's other ranks, :mod:`benchlib.engines._cluster`); the same by default."""
+        return argv
+
     def speculative_args(self, spec: Speculative) -> list[str]:
         """The flags that give the engine its speculative setting; ``[]`` when it is off.
         Raises :class:`~benchlib._exceptions.UsageError` (exit 2) for a method it lacks."""

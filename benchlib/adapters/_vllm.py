@@ -69,6 +69,11 @@ class _Vllm(EngineAdapter):
         out = ["--tensor-parallel-size", str(par.tp), "--pipeline-parallel-size", str(par.pp)]
         return out + (["--distributed-executor-backend", par.backend] if par.backend else [])
 
+    def headless_argv(self, argv: tuple[str, ...]) -> tuple[str, ...]:
+        """``--headless`` (no API on this node) is read only by the ``vllm serve`` entry
+        point: ``python -m vllm.entrypoints.cli.main serve`` with the same flags."""
+        return (argv[0], "-m", "vllm.entrypoints.cli.main", "serve", *argv[3:])
+
     def speculative_args(self, spec: Speculative) -> list[str]:
         if not spec.on:
             return []

@@ -140,7 +140,7 @@ def plan_cluster(engine: EngineSpec, model: ModelSpec, model_path: Path, nodes: 
             extra.append(flags)
             if backend == "dist-init" or r == 0:
                 return (*argv, *flags)
-            return (argv[0], "-m", "vllm.entrypoints.cli.main", "serve", *argv[3:], *flags)
+            return (*kind.headless_argv(argv), *flags)
 
         launches.append(NodeLaunch(0, api, (ranked(0),), env))
         what = "its share of the model (no API)"
