@@ -14,6 +14,7 @@ from benchlib.adapters._base import (
     FlagSourceKind,
     LaunchInputs,
     ParallelSizes,
+    PlanComparison,
     slots,
 )
 from benchlib.adapters._registry import (
@@ -43,6 +44,7 @@ __all__ = [
     "FlagSourceKind",
     "LaunchInputs",
     "ParallelSizes",
+    "PlanComparison",
     "SpecMethod",
     "Speculative",
     "adapter",

@@ -27,7 +27,7 @@ from benchlib.adapters._speculative import Speculative
 from benchlib.measure import MetricNames
 
 __all__ = ["CrashHint", "EngineAdapter", "FlagDifferences", "FlagSourceKind", "LaunchInputs",
-           "ParallelSizes", "slots"]
+           "ParallelSizes", "PlanComparison", "slots"]
 
 #: flag → (the flags that replace it, what to write instead)
 FlagDifferences = Mapping[str, tuple[tuple[str, ...], str]]
@@ -37,6 +37,9 @@ FlagDifferences = Mapping[str, tuple[tuple[str, ...], str]]
 #: installed version; ``committed``: the committed sets only (the installed version read from
 #: ``engine.python`` when given); ``help``: ``engine.executable --help``; ``none``: no flags
 FlagSourceKind = Literal["parser", "parser-or-committed", "committed", "help", "none"]
+#: how ``02_launch`` sets an engine's own memory report beside the plan: ``kv_blocks`` (vLLM's
+#: KV blocks, utilization and cache config) or ``n_ctx`` (llama.cpp's context and KV buffer)
+PlanComparison = Literal["kv_blocks", "n_ctx"]
 
 
 def _empty() -> Mapping[str, object]:
@@ -138,7 +141,7 @@ class EngineAdapter:
     executor_backend: bool = False
     #: the kit can plan one engine over several nodes (:mod:`benchlib.engines._cluster`)
     multi_node: bool = False
-    #: replaces ``engine.python`` with ``benchlib launch --python`` (a Python engine)
+    #: a Python engine: ``benchlib launch --engine-python`` replaces its ``engine.python``
     takes_python: bool = False
     #: distributions whose installed version is the engine's version, first found wins
     distributions: tuple[str, ...] = ()
@@ -154,7 +157,7 @@ class EngineAdapter:
     plan_settings: Mapping[str, object] = field(default_factory=_empty)
     #: how ``02_launch`` sets the engine's own memory report beside the plan (None: it
     #: does not); see :mod:`benchlib.pipeline.steps._engine_vs_plan`
-    plan_comparison: str | None = None
+    plan_comparison: PlanComparison | None = None
     #: the engine exports ``vllm:cache_config_info`` (its KV blocks) on ``/metrics``
     reports_cache_config: bool = False
     #: flags of the speculative setting: given in ``engine.args`` beside ``speculative``,
