@@ -19,10 +19,12 @@ layer packages                                what they are
                                               measuring instrument); SLO search
 4     engines, accuracy, checks, provenance,  engine launch, flags and logs; lm-eval; the
       references                              functional checks; provenance; references
-5     pipeline                                the steps, the run folder and the runner
-6     report                                  HTML report and write-up from run folders
-7     cli                                     the command line
-8     __main__                                ``python -m benchlib``
+5     runs                                    the run folder, result I/O, the steps' names and
+                                              typed results, the summary table
+6     pipeline                                the steps, their notebooks and the runner
+7     report                                  HTML report and write-up from run folders
+8     cli                                     the command line
+9     __main__                                ``python -m benchlib``
 ====  ======================================  ===============================================
 """
 
@@ -37,6 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("measure", "memory", "models", "importers", "energy"),
     ("recipe", "scripted", "sweep"),
     ("engines", "accuracy", "checks", "provenance", "references"),
+    ("runs",),
     ("pipeline",),
     ("report",),
     ("cli",),

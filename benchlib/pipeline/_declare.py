@@ -17,10 +17,10 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from benchlib.pipeline._fairness import Probe
-from benchlib.pipeline._folder import RunFolder
 from benchlib.provenance import ModelFiles
 from benchlib.recipe import Recipe
+from benchlib.runs import Probe
+from benchlib.runs._folder import RunFolder
 
 __all__ = ["COMMON_PARAMS", "EngineFacts", "Param", "RunFacts", "Step", "StepInputs"]
 

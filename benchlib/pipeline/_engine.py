@@ -20,10 +20,10 @@ from benchlib.engines import (
     plan_launch,
 )
 from benchlib.pipeline._declare import EngineFacts
-from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._paths import relative_text
 from benchlib.provenance import EngineRecord
 from benchlib.recipe import Recipe
+from benchlib.runs._folder import RunFolder
+from benchlib.runs._paths import relative_text
 
 __all__ = ["RunEngine"]
 

@@ -1,5 +1,5 @@
 """``benchlib run``: a recipe's steps executed by papermill into a dated, never-overwritten
-run folder (:class:`~benchlib.pipeline._folder.RunFolder`), each notebook with its JSON
+run folder (:class:`~benchlib.runs._folder.RunFolder`), each notebook with its JSON
 sidecar.
 
 The runner walks the step table (:mod:`benchlib.pipeline.steps`) in the recipe's order and
@@ -34,9 +34,6 @@ from benchlib.pipeline._declare import RunFacts, Step, StepInputs
 from benchlib.pipeline._engine import RunEngine
 from benchlib.pipeline._execute import execute_step
 from benchlib.pipeline._fairness import probe_differences
-from benchlib.pipeline._folder import RunFolder, RunState
-from benchlib.pipeline._paths import kit_root, portable, portable_recipe
-from benchlib.pipeline._results import read_results, synthetic_results
 from benchlib.pipeline._resume import done_steps
 from benchlib.pipeline._sidecar import Sidecar, Status, StepError, write_sidecar
 from benchlib.pipeline.steps import step_table
@@ -49,6 +46,9 @@ from benchlib.provenance import (
 )
 from benchlib.recipe import Recipe, load_recipe, recipe_secrets, resolve_paths
 from benchlib.references import recipe_references
+from benchlib.runs._folder import RunFolder, RunState
+from benchlib.runs._io import read_results, synthetic_results
+from benchlib.runs._paths import kit_root, portable, portable_recipe
 
 __all__ = ["NOTEBOOKS", "RunSummary", "run_recipe"]
 

@@ -17,8 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchlib._secrets import scrub_bytes
-from benchlib.pipeline._results import write_atomic
 from benchlib.provenance import Provenance
+from benchlib.runs._io import write_atomic
 
 __all__ = ["Sidecar", "Status", "StepError", "read_sidecar", "write_sidecar"]
 

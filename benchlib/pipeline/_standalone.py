@@ -23,9 +23,9 @@ from typing import Any
 
 from benchlib._exceptions import UsageError
 from benchlib.measure import Endpoint
-from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._paths import kit_root, load_recipe_snapshot
 from benchlib.recipe import Recipe, load_recipe, resolve_paths
+from benchlib.runs._folder import RunFolder
+from benchlib.runs._paths import kit_root, load_recipe_snapshot
 
 __all__ = ["endpoint", "load", "outputs", "results_file", "scratch_outputs", "step_folder",
            "tls_options", "url_context"]

@@ -12,6 +12,7 @@ from benchlib.recipe._load import (
 )
 from benchlib.recipe._parallel import DEFAULT_INIT_PORTS, Parallel
 from benchlib.recipe._schema import (
+    ALL_STEPS,
     AccuracySpec,
     CompareSpec,
     EngineSpec,
@@ -20,12 +21,14 @@ from benchlib.recipe._schema import (
     ModelSpec,
     Recipe,
     Scenario,
+    StepName,
     Variant,
 )
 from benchlib.recipe._secrets import recipe_secrets
 from benchlib.recipe._speculative import METHODS, SpecMethod, Speculative
 
 __all__ = [
+    "ALL_STEPS",
     "DEFAULT_INIT_PORTS",
     "DIFFERENCES",
     "METHODS",
@@ -43,6 +46,7 @@ __all__ = [
     "Scenario",
     "SpecMethod",
     "Speculative",
+    "StepName",
     "Variant",
     "assumption_caveats",
     "caveats",

@@ -277,7 +277,7 @@ def test_a_planted_upward_import_is_caught() -> None:
     planted = [Edge("benchlib.measure._run", "benchlib.pipeline._runner", 7),
                Edge("benchlib.recipe._schema", "benchlib.engines._flags", 9),
                Edge("benchlib.recipe._schema", "benchlib.scripted._server", 11),
-               Edge("benchlib.pipeline._runner", "benchlib.pipeline._folder", 3),
+               Edge("benchlib.pipeline._runner", "benchlib.pipeline._declare", 3),
                Edge("benchlib.pipeline._runner", "benchlib.measure._run", 4)]
     assert upward(planted) == planted[:3]
 
