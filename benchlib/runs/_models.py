@@ -84,6 +84,8 @@ class VariantRow(BaseModel):
     scenario: str | None = Field(None, description="the scenario")
     concurrency: int | None = Field(None, description="requests in flight at once")
     speculative: str | None = Field(None, description="its speculation, or off")
+    speedup: float | None = Field(None, description="per-user tok/s over the baseline's")
+    speedup_over: str | None = Field(None, description="the baseline variant")
     caveats: str | None = Field(None, description="every caveat, '; '-joined")
 
 

@@ -11,13 +11,14 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import JsonValue
 
 from benchlib._exceptions import UsageError
 from benchlib.pipeline._chart import Chart
 from benchlib.pipeline._declare import Param, Step, StepInputs
+from benchlib.pipeline._sidecar import Params
 from benchlib.pipeline._standalone import outputs, results_file, scratch_outputs, step_folder
 from benchlib.pipeline.steps._references import references_table
 from benchlib.pipeline.steps._significance import add_speedup_intervals, significance_table
@@ -195,7 +196,7 @@ def compare(recipe: Recipe, *, run_dir: str | Path = "", other_runs: Sequence[st
                     sweep_figure=curves)
 
 
-def _bind(inputs: StepInputs) -> dict[str, Any]:
+def _bind(inputs: StepInputs) -> Params:
     return {"other_runs": [str(r) for r in inputs.recipe.compare.runs]}
 
 

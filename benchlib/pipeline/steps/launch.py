@@ -10,13 +10,14 @@ difference above 2 % flagged (:mod:`._engine_vs_plan`). A notebook run on its ow
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from benchlib._secrets import env_secret
 from benchlib.checks import read_chat_template, run_checks
 from benchlib.engines import EngineError, first_token, parse_engine_log
 from benchlib.pipeline._declare import Param, RunFacts, Step, StepInputs
 from benchlib.pipeline._fairness import probe_engine, tokenizer_dir
+from benchlib.pipeline._sidecar import Params
 from benchlib.pipeline._standalone import endpoint, results_file, step_folder, url_context
 from benchlib.pipeline.steps._cache_config import scrape_cache_config
 from benchlib.pipeline.steps._engine_vs_plan import compare_engine_to_plan, flagged_lines
@@ -104,7 +105,7 @@ def plan_vs_engine_table(launch: LaunchResult) -> pd.DataFrame | str:
     return pd.DataFrame([r.model_dump(exclude={"advice"}) for r in vs.rows])
 
 
-def _bind(inputs: StepInputs) -> dict[str, Any]:
+def _bind(inputs: StepInputs) -> Params:
     engine = inputs.engine
     return {"base_url": engine.base_url, "engine_log": engine.log_name,
             "command": engine.command, "startup_s": engine.startup_s,

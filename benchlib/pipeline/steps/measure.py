@@ -39,6 +39,7 @@ from benchlib.measure import (
 from benchlib.pipeline._declare import Param, Step, StepInputs
 from benchlib.pipeline._fairness import tokenizer_dir
 from benchlib.pipeline._resume import ramp_done, scenario_done, scenario_problem
+from benchlib.pipeline._sidecar import Params
 from benchlib.pipeline._standalone import (
     endpoint,
     results_file,
@@ -276,20 +277,23 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                     raise
                 finally:
                     metrics = sampler.stop() if sampler else None
-                data = r.to_json()  # the result JSON's object (a JSON boundary)
-                joules = energy.finish(data, result_json)
-                server = (server_side(recipe, s, result_json, metrics, conc)
-                          if metrics is not None else {})
+                joules = energy.finish(r, result_json)
                 errors = [e for e in r.errors if e]
+                # the result JSON's keys but the per-request arrays, and where it lies
                 m = Measurement.model_validate({
-                    **{k: v for k, v in data.items() if k not in _BULKY}, **server,
+                    **{k: v for k, v in r.to_json().items() if k not in _BULKY},
                     "scenario": s.name, "concurrency": conc, "input_len": s.input_len,
                     "output_len": s.output_len, "result_json": str(result_json),
                     "first_errors": errors[:3]})
+                if metrics is not None:
+                    m.server_metrics, spec = server_side(recipe, s, result_json, metrics, conc)
+                    m.server_metrics = _whole(m.server_metrics)
+                    if spec is not None:
+                        m.speculative = _whole(spec)
                 kv = _kv_vs_plan(launch, s, conc, m)
                 if kv is not None:
-                    m.kv_usage_vs_plan = kv
-                m.energy = EnergyResult.model_validate(joules)
+                    m.kv_usage_vs_plan = _whole(kv)
+                m.energy = _whole(joules)
                 results.measurements[key] = m
                 save()
                 _energy_line(m.energy, said)
@@ -366,7 +370,7 @@ def _ramp(recipe: Recipe, s: Scenario, base_url: str, folder: RunFolder, api_key
     save()
 
 
-def _bind(inputs: StepInputs) -> dict[str, Any]:
+def _bind(inputs: StepInputs) -> Params:
     return {"base_url": inputs.engine.base_url,
             "model_path": str(inputs.model_path or "")}
 
