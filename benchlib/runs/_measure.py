@@ -240,6 +240,11 @@ class MeasureStep(BaseModel):
                 out["measurements"][key] = value
         return grouped
 
+    def model_post_init(self, context: object, /) -> None:
+        """Every group counts as given: a record added to one is saved even when the
+        results are written with only their given keys (``exclude_unset``)."""
+        self.__pydantic_fields_set__.update(type(self).model_fields)
+
     @model_serializer(mode="wrap")
     def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
         """Written flat, as the notebook always wrote it."""

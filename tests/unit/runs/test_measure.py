@@ -58,3 +58,10 @@ def test_synthetic_is_any_measurements_flag() -> None:
     step = MeasureStep(measurements={"a/c1": Measurement(synthetic=False),
                                      "b/c1": Measurement(synthetic=True)})
     assert step.synthetic is True
+
+
+def test_a_record_added_to_fresh_results_is_saved() -> None:
+    """Saved with only their given keys, fresh results keep what was added to a group."""
+    step = MeasureStep()
+    step.measurements["a/c1"] = Measurement.model_validate({"completed": 1})
+    assert step.model_dump(mode="json", exclude_unset=True) == {"a/c1": {"completed": 1}}
