@@ -45,11 +45,16 @@ from benchlib.report._takeaway import takeaway
 from benchlib.report._view import RunView, VariantView, read_run
 from benchlib.runs import CompareResult, Measurement, MeasureStep, figures, measurements
 
-__all__ = ["ALIASES", "Context", "context_of", "report_context", "variant_names"]
+__all__ = ["ALIASES", "VARIANT_FACTS", "Context", "context_of", "report_context",
+           "variant_names"]
 
 #: the write-up's names: template data that Jinja reads by name at render time (a JSON
 #: boundary: what a name holds is the results' JSON), built from the typed results
 Context = dict[str, Any]
+
+#: what the write-up can cite of each variant beside its scenarios (:func:`_variant`)
+VARIANT_FACTS = ("engine", "speculative", "model", "checkpoint_format", "startup_s",
+                 "log_facts", "plan_vs_engine")
 
 #: short names → the result key they stand for
 ALIASES = {"tok_s": "per_user_tok_s", "ttft_ms": "median_ttft_ms", "tpot_ms": "median_tpot_ms"}
@@ -86,15 +91,16 @@ def _variant(v: VariantView) -> dict[str, object]:
     """A variant's names: what ran, how it launched, its measurements."""
     engine, launch = v.recipe.engine, v.launch
     spec = engine.speculative
-    return _with_underscores({
+    facts: dict[str, object] = {
         "engine": f"{engine.kind} {engine.version or ''}".strip(),
         "speculative": spec.method + (f" k={spec.k}" if spec.k else ""),
         "model": v.recipe.model.id, "checkpoint_format": v.recipe.model.format,
         "startup_s": launch.startup_s if launch else None,
         "log_facts": launch.log_facts if launch else {},
         "plan_vs_engine": {r.figure: r.model_dump(mode="json", exclude_unset=True)
-                           for r in launch.plan_vs_engine.rows} if launch else {},
-        **_by_scenario(v.measured)})
+                           for r in launch.plan_vs_engine.rows} if launch else {}}
+    assert tuple(facts) == VARIANT_FACTS, "name a new fact in VARIANT_FACTS (the shape reads it)"
+    return _with_underscores({**facts, **_by_scenario(v.measured)})
 
 
 def _references(compare: CompareResult | None) -> dict[str, object]:

@@ -16,7 +16,7 @@ from benchlib.accuracy import AccuracyResult, FewShotResult
 from benchlib.measure import MeasureResult
 from benchlib.recipe import Recipe
 from benchlib.references import Reference, recipe_references
-from benchlib.report._context import ALIASES, Context, _with_underscores
+from benchlib.report._context import ALIASES, VARIANT_FACTS, Context, _with_underscores
 from benchlib.runs import ENERGY_FIGURES, Measurement, ReferenceRow
 
 __all__ = ["Anything", "shape_context"]
@@ -53,10 +53,12 @@ def shape_context(recipe: Recipe,
     for name, sub in recipe.variant_recipes():
         scenarios = {s.name: {f"c{c}": _figures() for c in s.concurrencies}
                      for s in sub.scenarios if not s.ramp_input_lens}
-        variants[name] = _with_underscores({
+        facts: dict[str, object] = {
             "engine": sub.engine.kind, "speculative": sub.engine.speculative.label,
             "model": sub.model.id, "checkpoint_format": sub.model.format, "startup_s": 1.0,
-            "log_facts": Anything(), "plan_vs_engine": Anything(), **scenarios})
+            "log_facts": Anything(), "plan_vs_engine": Anything()}
+        assert tuple(facts) == VARIANT_FACTS, "the shape of a variant is the context's"
+        variants[name] = _with_underscores({**facts, **scenarios})
     names = list(variants)
     if references is None:
         references = recipe_references(recipe)

@@ -44,6 +44,7 @@ from benchlib.runs._models import (
     PlanRow,
     ReferenceRow,
     SignificanceRow,
+    SweepRow,
     VariantRow,
 )
 from benchlib.runs._paths import (
@@ -94,6 +95,7 @@ __all__ = [
     "SignificanceRow",
     "SpeculativeSide",
     "StepKey",
+    "SweepRow",
     "TimingSide",
     "VariantRow",
     "figures",

@@ -60,7 +60,7 @@ class SpeculativeSide(BaseModel):
     draft_tokens: float | None = Field(None, description="tokens drafted")
     accepted_tokens: float | None = Field(None, description="tokens accepted")
     client_tokens_per_chunk: float | None = Field(None, description="the client's view")
-    client_accepted_tokens: float | None = Field(None, description="accepted, by the client")
+    client_accepted_tokens: int | None = Field(None, description="accepted, by the client")
     reconciled: bool | None = Field(None, description="server and client agree")
     why_not: str | None = Field(None, description="why they do not")
     accepted_rel_diff: float | None = Field(None, description="relative difference, accepted")

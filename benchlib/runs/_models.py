@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue
 from benchlib.provenance import FilesHash, ModelOrigin
 
 __all__ = ["CompareResult", "DownloadResult", "PlanNumbers", "PlanResult", "PlanRow",
-           "ReferenceRow", "SignificanceRow", "VariantRow"]
+           "ReferenceRow", "SignificanceRow", "SweepRow",
+           "VariantRow"]
 
 
 class PlanRow(BaseModel):
@@ -84,7 +85,8 @@ class VariantRow(BaseModel):
     scenario: str | None = Field(None, description="the scenario")
     concurrency: int | None = Field(None, description="requests in flight at once")
     speculative: str | None = Field(None, description="its speculation, or off")
-    speedup: float | None = Field(None, description="per-user tok/s over the baseline's")
+    speedup: int | float | None = Field(None, description="per-user tok/s over the "
+                                                            "baseline's")
     speedup_over: str | None = Field(None, description="the baseline variant")
     caveats: str | None = Field(None, description="every caveat, '; '-joined")
 
@@ -101,9 +103,9 @@ class ReferenceRow(BaseModel):
     concurrency: int | None = Field(None, description="the concurrency")
     metric: str = Field(description="the figure's result key")
     unit: str | None = Field(None, description="its unit")
-    published: float | None = Field(None, description="the published value")
-    measured: float | None = Field(None, description="the run's value")
-    measured_over_published: float | None = Field(None, description="their ratio")
+    published: int | float | None = Field(None, description="the published value")
+    measured: int | float | None = Field(None, description="the run's value")
+    measured_over_published: int | float | None = Field(None, description="their ratio")
     engine: str | None = Field(None, description="the reference's engine")
     checkpoint: str | None = Field(None, description="its checkpoint")
     hardware: str | None = Field(None, description="its hardware")
@@ -127,12 +129,26 @@ class SignificanceRow(BaseModel):
     scenario: str = Field(description="the scenario")
     concurrency: int = Field(description="the concurrency")
     figure: str = Field(description="the headline figure")
-    ratio: float | None = Field(None, description="variant / baseline")
-    low: float | None = Field(None, description="the 95 % interval's lower end")
-    high: float | None = Field(None, description="its upper end")
+    ratio: int | float | None = Field(None, description="variant / baseline")
+    low: int | float | None = Field(None, description="the 95 % interval's lower end")
+    high: int | float | None = Field(None, description="its upper end")
     verdict: str = Field("", description="significant, not significant or no interval")
     interval_from: str = Field("", description="repeats, or one run's requests")
     note: str | None = Field(None, description="why there is no ratio or interval")
+
+
+class SweepRow(BaseModel):
+    """An SLO search kept in the run folder, in a line (``benchlib.sweep.sweep_row``)."""
+
+    # open JSON: the row's other columns, as sweep_row wrote them
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, JsonValue] = Field(init=False)
+
+    sweep: str = Field(description="the search's folder under RUN/sweep/ ('.': the run's)")
+    mode: str | None = Field(None, description="concurrency or rate")
+    knee: int | float | None = Field(None, description="the highest load that met every SLO")
+    first_fail: int | float | None = Field(None, description="the lowest that failed")
+    failed_by: str | None = Field(None, description="what failed there")
 
 
 class CompareResult(BaseModel):
@@ -153,8 +169,7 @@ class CompareResult(BaseModel):
         "variant's, with bootstrap 95 % intervals and a verdict (significant only when the "
         "interval excludes 1): one row per variant × scenario × concurrency × figure "
         "(steps._significance.SIGNIFICANCE_COLUMNS)")
-    # open JSON: benchlib.sweep.sweep_row's rows
-    sweeps: list[dict[str, JsonValue]] = Field(
+    sweeps: list[SweepRow] = Field(
         default_factory=list, description="the run folder's SLO searches (RUN/sweep/…): one "
         "row per search, its knee and what failed one step past it (benchlib.sweep.sweep_row)")
     synthetic_runs: list[str] = Field(

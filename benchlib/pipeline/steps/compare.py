@@ -33,6 +33,7 @@ from benchlib.runs import (
     ReferenceRow,
     RunFolder,
     SignificanceRow,
+    SweepRow,
     VariantRow,
     save_results,
     summary_table,
@@ -121,7 +122,7 @@ def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = "",
         provenance_differences=differences,
         variants=[VariantRow.model_validate(r) for r in _records(variants)],
         references=[ReferenceRow.model_validate(r) for r in _records(references)],
-        sweeps=[r for r in _records(sweeps) if isinstance(r, dict)],
+        sweeps=[SweepRow.model_validate(r) for r in _records(sweeps)],
         significance=[SignificanceRow.model_validate(r) for r in _records(significance)]))
     return table, prov_table
 
