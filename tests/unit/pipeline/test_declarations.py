@@ -91,3 +91,11 @@ def test_no_module_names_a_step_but_the_keys() -> None:
         literals = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
                     and isinstance(n.value, str) and re.fullmatch(r"\d\d_[a-z_]+", n.value)]
         assert literals == [], path
+
+
+def test_each_step_saves_its_keys_model() -> None:
+    """A step's declared result is the model its key in benchlib.runs reads back."""
+    from benchlib.runs import STEP_KEYS
+
+    keys = {k.name: k.model for k in STEP_KEYS}
+    assert {name: step.result for name, step in step_table().items()} == keys
