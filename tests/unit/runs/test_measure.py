@@ -70,3 +70,16 @@ def test_a_record_added_to_fresh_results_is_saved() -> None:
     step = MeasureStep()
     step.measurements["a/c1"] = Measurement.model_validate({"completed": 1})
     assert step.model_dump(mode="json", exclude_unset=True) == {"a/c1": {"completed": 1}}
+
+
+def test_a_measurements_fields_are_the_results_or_the_steps() -> None:
+    """A field renamed in benchlib.measure.MeasureResult fails here, not as a None in a
+    report: each Measurement field is the result's, a percentile key, or the step's own."""
+    from benchlib.measure import MeasureResult
+
+    steps_own = {"scenario", "concurrency", "input_len", "output_len", "result_json",
+                 "first_errors", "server_metrics", "speculative", "kv_usage_vs_plan",
+                 "energy", "sdk"}
+    percentiles = {"p99_ttft_ms", "p99_tpot_ms", "p99_ttft_from_schedule_ms"}
+    assert set(Measurement.model_fields) - steps_own - percentiles \
+        <= set(MeasureResult.model_fields)
