@@ -21,10 +21,12 @@ layer packages                                what they are
                                               measuring instrument); SLO search
 5     engines, accuracy, checks, provenance,  engine launch, flags and logs; lm-eval; the
       references                              functional checks; provenance; references
-6     pipeline                                the steps, the run folder and the runner
-7     report                                  HTML report and write-up from run folders
-8     cli                                     the command line
-9     __main__                                ``python -m benchlib``
+6     runs                                    the run folder, result I/O, the steps' names and
+                                              typed results, the summary table
+7     pipeline                                the steps, their notebooks and the runner
+8     report                                  HTML report and write-up from run folders
+9     cli                                     the command line
+10    __main__                                ``python -m benchlib``
 ====  ======================================  ===============================================
 """
 
@@ -40,6 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("adapters",),
     ("recipe", "scripted", "sweep"),
     ("engines", "accuracy", "checks", "provenance", "references"),
+    ("runs",),
     ("pipeline",),
     ("report",),
     ("cli",),

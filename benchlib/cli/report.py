@@ -25,8 +25,8 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from benchlib._exceptions import UsageError
-    from benchlib.pipeline._paths import load_recipe_snapshot
     from benchlib.report import render_report
+    from benchlib.runs import load_recipe_snapshot
 
     if not (args.run_dir / "recipe.json").is_file():
         raise UsageError("run_dir", f"{args.run_dir} is not a run folder (no recipe.json)")

@@ -98,10 +98,9 @@ def _run_one(path: Path, args: argparse.Namespace) -> RunSummary:
     """Run one recipe and print where its notebooks went and its tables."""
     import pandas as pd
 
-    from benchlib.pipeline import RunFolder, read_results, run_recipe, summary_table
-    from benchlib.pipeline.steps.compare import STEP as COMPARE
-    from benchlib.pipeline.steps.measure import STEP as MEASURE
+    from benchlib.pipeline import run_recipe
     from benchlib.recipe import load_recipe
+    from benchlib.runs import STEP_COMPARE, STEP_MEASURE, RunFolder, summary_table
 
     recipe = load_recipe(path)
     summary = run_recipe(path, outputs=args.outputs, force=args.force)
@@ -112,8 +111,8 @@ def _run_one(path: Path, args: argparse.Namespace) -> RunSummary:
         variant, _, name = step.rpartition("/")
         print(f"  {step:<24} {status:<8} {folder.variant(variant).notebook(name)}")
     for name, _ in recipe.variant_recipes():
-        measured = read_results(folder.variant(name).results(MEASURE.name))
-        if not measured:
+        measured = folder.variant(name).result(STEP_MEASURE)
+        if measured is None:
             continue
         table = summary_table(measured)
         cols = ["scenario", "concurrency", "completed", "failed", "median_ttft_ms",
@@ -122,19 +121,19 @@ def _run_one(path: Path, args: argparse.Namespace) -> RunSummary:
         with pd.option_context("display.width", 200, "display.float_format", "{:.2f}".format):
             header = f"\n{name}" if name else ""
             print(header + "\n" + table[cols].to_string(index=False))
-    compared = read_results(folder.results(COMPARE.name))
-    if compared.get("variants"):
+    compared = folder.result(STEP_COMPARE)
+    if compared is not None and compared.variants:
         cols = ["variant", "scenario", "concurrency", "startup_s", "median_ttft_ms",
                 "median_tpot_ms", "per_user_tok_s", "mean_tokens_per_chunk",
                 "server_mean_acceptance_length", "speedup", "caveats"]
         with pd.option_context("display.width", 250, "display.float_format", "{:.2f}".format,
                                "display.max_colwidth", 60):
-            print("\nvariants side by side\n" + pd.DataFrame(compared["variants"])[cols]
-                  .to_string(index=False))
-    if compared.get("references"):
+            print("\nvariants side by side\n" + pd.DataFrame(
+                [r.model_dump() for r in compared.variants])[cols].to_string(index=False))
+    if compared is not None and compared.references:
         cols = ["reference", "scenario", "concurrency", "metric", "unit", "published",
                 "measured", "measured_over_published"]
-        table = pd.DataFrame(compared["references"])
+        table = pd.DataFrame([r.model_dump() for r in compared.references])
         with pd.option_context("display.width", 200, "display.float_format", "{:.2f}".format):
             print("\nbeside the published results (caveats in 04_compare)\n"
                   + table[[c for c in cols if c in table]].to_string(index=False))

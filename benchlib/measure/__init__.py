@@ -11,10 +11,12 @@ against what the client saw (:class:`ClientStreams`).
 
 from benchlib.measure._config import MeasureConfig
 from benchlib.measure._connection import StreamCapture
+from benchlib.measure._conversations import ConversationSummary, TurnSummary
 from benchlib.measure._converse import planned_requests
 from benchlib.measure._corpus import Corpus, Passage, load_corpus
 from benchlib.measure._datasets import DatasetKind, file_prompts, length_range, random_prompts
 from benchlib.measure._endpoint import Endpoint
+from benchlib.measure._intervals import Interval, Intervals
 from benchlib.measure._limits import open_file_limit, raise_open_file_limit
 from benchlib.measure._metrics import summarize
 from benchlib.measure._records import RequestRecord, read_requests, requests_path
@@ -23,6 +25,7 @@ from benchlib.measure._request import Prompt, RequestOutcome, build_body, decode
 from benchlib.measure._result import (
     METRICS,
     MeasureResult,
+    RepeatSummary,
     RunMetrics,
     RunSettings,
     TokenSources,
@@ -81,11 +84,14 @@ __all__ = [
     "SERVER_DEFAULT",
     "SERVER_METRICS",
     "ClientStreams",
+    "ConversationSummary",
     "Corpus",
     "DatasetKind",
     "Endpoint",
     "EndpointSetting",
     "GaugeStats",
+    "Interval",
+    "Intervals",
     "MeasureConfig",
     "MeasureResult",
     "MetricNames",
@@ -95,6 +101,7 @@ __all__ = [
     "Passage",
     "Prompt",
     "Reconciliation",
+    "RepeatSummary",
     "RequestOutcome",
     "RequestRecord",
     "RequestTimeout",
@@ -110,6 +117,7 @@ __all__ = [
     "StreamCapture",
     "Timing",
     "TokenSources",
+    "TurnSummary",
     "Warmups",
     "Workload",
     "build_body",

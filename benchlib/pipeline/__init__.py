@@ -1,28 +1,38 @@
 """The notebook pipeline: one declared step per notebook (:mod:`benchlib.pipeline.steps`),
 the run folder that holds a run (:class:`RunFolder`), the papermill runner and the
-sidecars. Notebooks import this module as ``bp``."""
+sidecars. Notebooks import this module as ``bp``; the run folder and the steps' typed
+results live a layer below, in :mod:`benchlib.runs`, and are re-exported here."""
 
 from benchlib.pipeline._chart import Chart
 from benchlib.pipeline._declare import COMMON_PARAMS, Param, Step
-from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._results import read_results, save_results
 from benchlib.pipeline._runner import NOTEBOOKS, RunSummary, run_recipe
 from benchlib.pipeline._sidecar import Sidecar, StepError, read_sidecar
 from benchlib.pipeline._standalone import endpoint, load
 from benchlib.pipeline.steps import step_table
-from benchlib.pipeline.steps._summary import measure_figure, summary_table
-from benchlib.pipeline.steps.compare import Compared, CompareResult, compare, compare_runs
-from benchlib.pipeline.steps.download import DownloadResult, download_model
-from benchlib.pipeline.steps.launch import LaunchResult, launch_summary, plan_vs_engine_table
-from benchlib.pipeline.steps.measure import Measured, MeasureResult, measure_scenarios
+from benchlib.pipeline.steps._summary import measure_figure
+from benchlib.pipeline.steps.compare import Compared, compare, compare_runs
+from benchlib.pipeline.steps.download import download_model
+from benchlib.pipeline.steps.launch import launch_summary, plan_vs_engine_table
+from benchlib.pipeline.steps.measure import Measured, measure_scenarios
 from benchlib.pipeline.steps.plan import (
-    PlanResult,
     plan_charts,
     plan_overview,
     plan_step,
     plan_table,
 )
 from benchlib.provenance import Provenance
+from benchlib.runs import (
+    CompareResult,
+    DownloadResult,
+    LaunchResult,
+    Measurement,
+    MeasureStep,
+    PlanResult,
+    RunFolder,
+    read_results,
+    save_results,
+    summary_table,
+)
 
 __all__ = [
     "COMMON_PARAMS",
@@ -32,8 +42,9 @@ __all__ = [
     "Compared",
     "DownloadResult",
     "LaunchResult",
-    "MeasureResult",
+    "MeasureStep",
     "Measured",
+    "Measurement",
     "Param",
     "PlanResult",
     "Provenance",

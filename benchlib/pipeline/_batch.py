@@ -23,16 +23,30 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from benchlib._exceptions import BenchlibError, UsageError
-from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._results import read_results, write_atomic
 from benchlib.pipeline._runner import RunSummary
-from benchlib.pipeline.steps._summary import summary_table
+from benchlib.runs import STEP_MEASURE, MeasureStep, RunFolder, measurements, write_atomic
 
-__all__ = ["HEADLINE_COLUMNS", "BatchEntry", "BatchIndex", "expand_recipes", "run_batch"]
+__all__ = ["HEADLINE_COLUMNS", "BatchEntry", "BatchIndex", "Headline", "expand_recipes",
+           "run_batch"]
 
-HEADLINE_COLUMNS = ["variant", "scenario", "concurrency", "completed", "failed",
-                    "median_ttft_ms", "median_tpot_ms", "per_user_tok_s", "output_throughput"]
 Status = Literal["ok", "failed", "invalid", "interrupted", "pending"]
+
+
+class Headline(BaseModel):
+    """One measurement of a batch's run: the figures the index shows."""
+
+    variant: str = Field(description="the variant ('' without variants)")
+    scenario: str = Field(description="the scenario")
+    concurrency: int = Field(description="requests in flight at once")
+    completed: int = Field(description="successful requests")
+    failed: int = Field(description="failed requests")
+    median_ttft_ms: float | None = Field(None, description="vLLM's median TTFT")
+    median_tpot_ms: float | None = Field(None, description="vLLM's median TPOT")
+    per_user_tok_s: float | None = Field(None, description="1000 / median TPOT to text")
+    output_throughput: float | None = Field(None, description="output tokens per second")
+
+
+HEADLINE_COLUMNS = list(Headline.model_fields)
 
 
 class BatchEntry(BaseModel):
@@ -46,8 +60,8 @@ class BatchEntry(BaseModel):
     seconds: float | None = Field(None, description="wall time of its run")
     steps: dict[str, str] = Field(default_factory=dict, description="step → status")
     error: str | None = Field(None, description="what stopped it")
-    headline: list[dict[str, Any]] = Field(default_factory=list,
-                                           description="HEADLINE_COLUMNS rows")
+    headline: list[Headline] = Field(default_factory=list,
+                                     description="one row per measurement")
 
 
 class BatchIndex(BaseModel):
@@ -72,17 +86,20 @@ def expand_recipes(params: Sequence[Path]) -> list[Path]:
     return out
 
 
-def _headline(run_dir: Path) -> list[dict[str, Any]]:
+def _headline(run_dir: Path) -> list[Headline]:
     """Every measurement of the run: its headline figures."""
     folder = RunFolder(path=run_dir)
     variants = [p.name for p in sorted(run_dir.iterdir()) if p.is_dir()
-                and RunFolder(path=p).results("03_measure").is_file()] or [""]
-    rows: list[dict[str, Any]] = []
+                and RunFolder(path=p).results(STEP_MEASURE).is_file()] or [""]
+    rows: list[Headline] = []
     for name in variants:
-        table = summary_table(read_results(folder.variant(name).results("03_measure")))
-        for record in table.to_dict(orient="records"):
-            rows.append({k: (name if k == "variant" else record.get(k))
-                         for k in HEADLINE_COLUMNS})
+        measured = folder.variant(name).result(STEP_MEASURE) or MeasureStep()
+        rows += [Headline(variant=name, scenario=scenario, concurrency=conc,
+                          completed=m.completed, failed=m.failed,
+                          median_ttft_ms=m.median_ttft_ms, median_tpot_ms=m.median_tpot_ms,
+                          per_user_tok_s=m.per_user_tok_s,
+                          output_throughput=m.output_throughput)
+                 for scenario, conc, m in measurements(measured)]
     return rows
 
 
@@ -117,7 +134,7 @@ def render_index(index: BatchIndex) -> str:
             continue
         parts.append(f"<h2>{html.escape(e.recipe)}</h2><table><tr>"
                      + "".join(f"<th>{c}</th>" for c in HEADLINE_COLUMNS) + "</tr>")
-        parts += ["<tr>" + "".join(f"<td>{_cell(r.get(c))}</td>" for c in HEADLINE_COLUMNS)
+        parts += ["<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in r.model_dump().values())
                   + "</tr>" for r in e.headline]
         parts.append("</table>")
     parts.append("</body></html>\n")

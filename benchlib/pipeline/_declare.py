@@ -13,23 +13,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from benchlib.pipeline._fairness import Probe
-from benchlib.pipeline._folder import RunFolder
+from benchlib.pipeline._sidecar import Params, ParamValue
 from benchlib.provenance import ModelFiles
 from benchlib.recipe import Recipe
+from benchlib.runs import Probe, RunFolder
 
 __all__ = ["COMMON_PARAMS", "EngineFacts", "Param", "RunFacts", "Step", "StepInputs"]
 
 ParamType = Literal["str", "int", "float", "bool", "list[str]", "Optional[float]"]
-_PYTHON_TYPES: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool,
+_PYTHON_TYPES: dict[str, object] = {"str": str, "int": int, "float": float, "bool": bool,
                                  "list[str]": list[str], "Optional[float]": float | None}
 #: annotations a notebook cannot evaluate as written are quoted (papermill reads both)
 _QUOTED = {"Optional[float]"}
-Default = str | int | float | bool | list[str] | None
+Default = ParamValue
 
 
 class Param(BaseModel):
@@ -53,7 +53,7 @@ class Param(BaseModel):
 
     def check(self, value: Any) -> None:
         """Raise (pydantic's ValidationError) unless ``value`` is of this parameter's type."""
-        TypeAdapter(_PYTHON_TYPES[self.type]).validate_python(value, strict=True)
+        TypeAdapter(cast(Any, _PYTHON_TYPES[self.type])).validate_python(value, strict=True)
 
     @property
     def source(self) -> str:
@@ -134,7 +134,7 @@ class Step(BaseModel, Generic[R]):
     params: tuple[Param, ...] = Field((), description="parameters beyond COMMON_PARAMS")
     result: type[R] = Field(description="the results the notebook saves, typed")
     cells: tuple[str, ...] = Field(description="the notebook's code after its parameters")
-    bind: Callable[[StepInputs], dict[str, Any]] | None = Field(
+    bind: Callable[[StepInputs], Params] | None = Field(
         None, description="the runner's values of ``params``")
     apply: Callable[[R, RunFacts], RunFacts] | None = Field(
         None, description="what an ok result tells later steps")
@@ -147,10 +147,10 @@ class Step(BaseModel, Generic[R]):
     def all_params(self) -> tuple[Param, ...]:
         return (*COMMON_PARAMS, *self.params)
 
-    def runner_params(self, inputs: StepInputs) -> dict[str, Any]:
+    def runner_params(self, inputs: StepInputs) -> Params:
         """The values the runner passes: paths relative to the run folder (the kernel works
         there, and the folder can be moved). Raises when they do not match the declaration."""
-        values: dict[str, Any] = {
+        values: Params = {
             "recipe_path": inputs.folder.recipe_json.name, "run_dir": ".",
             "results_path": str(inputs.folder.results(self.name).relative_to(
                 inputs.folder.path)),

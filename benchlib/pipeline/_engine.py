@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+
+from pydantic import BaseModel, Field
 
 from benchlib._secrets import env_secret
 from benchlib.engines import (
@@ -20,12 +21,20 @@ from benchlib.engines import (
     plan_launch,
 )
 from benchlib.pipeline._declare import EngineFacts
-from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._paths import relative_text
 from benchlib.provenance import EngineRecord
 from benchlib.recipe import Recipe
+from benchlib.runs import RunFolder, relative_text
 
-__all__ = ["RunEngine"]
+__all__ = ["EngineExit", "RunEngine"]
+
+
+class EngineExit(BaseModel):
+    """An engine the runner started that exited under a step (kept in the step's sidecar as
+    ``results.engine_exit``)."""
+
+    code: int = Field(description="its exit code")
+    log_tail: str = Field(description="the last lines of its log")
+    hints: list[str] = Field(default_factory=list, description="known failures the log shows")
 
 
 class RunEngine:
@@ -103,7 +112,7 @@ class RunEngine:
 
     def record(self) -> EngineRecord:
         """What the provenance says about the engine."""
-        facts: dict[str, Any] = {}
+        facts: dict[str, object] = {}
         if self.process is not None and self.process.log_path.is_file():
             facts = parse_engine_log(
                 self.process.log_path.read_text(errors="replace")).as_dict()
@@ -111,7 +120,7 @@ class RunEngine:
                             startup_s=self.process.startup_s if self.process else None,
                             log_facts=facts, lowered=self.lowered)
 
-    def exit_record(self) -> dict[str, Any] | None:
+    def exit_record(self) -> EngineExit | None:
         """When the engine the runner started has exited (died under load): its code, the
         log's tail and hints; else None."""
         proc = self.process.proc if self.process else None
@@ -120,5 +129,5 @@ class RunEngine:
             return None
         self.process.wait_log(timeout=2.0)
         facts = parse_engine_log(self.process.log_path.read_text(errors="replace"))
-        return {"code": code, "log_tail": self.process.log_tail(),
-                "hints": [f"{f.name}: {f.hint}" for f in facts.failures]}
+        return EngineExit(code=code, log_tail=self.process.log_tail(),
+                          hints=[f"{f.name}: {f.hint}" for f in facts.failures])

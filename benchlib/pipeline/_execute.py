@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlib._secrets import ScrubbingWriter, scrub_file, scrub_text
-from benchlib.pipeline._sidecar import Status, StepError
+from benchlib.pipeline._sidecar import Params, Status, StepError
 
 __all__ = ["KERNEL", "execute_step", "run_notebook"]
 
@@ -92,7 +92,7 @@ def _relative_metadata(notebook: Path, source: Path, root: Path) -> None:
     notebook.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def run_notebook(source: Path, notebook: Path, params: dict[str, Any], *, root: Path,
+def run_notebook(source: Path, notebook: Path, params: Params, *, root: Path,
                  secrets: Sequence[str], timeout: float) -> None:
     """Execute ``source`` into ``notebook`` with ``params``, the kernel working in
     ``notebook``'s folder; raises what papermill raises (a failed cell, a cell timeout, a
@@ -116,7 +116,7 @@ def run_notebook(source: Path, notebook: Path, params: dict[str, Any], *, root: 
         _relative_metadata(notebook, source, root)
 
 
-def execute_step(source: Path, notebook: Path, params: dict[str, Any], *, root: Path,
+def execute_step(source: Path, notebook: Path, params: Params, *, root: Path,
                  secrets: Sequence[str], timeout: float) -> tuple[Status, StepError | None]:
     """:func:`run_notebook`, and how it went: ``("ok", None)`` or the status and error."""
     import papermill as pm

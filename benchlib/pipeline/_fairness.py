@@ -17,29 +17,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
 from benchlib.measure import measure, probe_seed
 from benchlib.pipeline._standalone import tls_options
 from benchlib.recipe import DIFFERENCES, Recipe
+from benchlib.runs import Probe
 
 __all__ = ["PROBE_TOKENS", "Probe", "probe_differences", "probe_engine", "tokenizer_dir"]
 
 PROBE_TOKENS = 16
 
-
-class Probe(BaseModel):
-    """One probe request's facts."""
-
-    endpoint: str = Field(description="chat or completions")
-    scenario: str = Field(description="whose first prompt and sampling it used")
-    prompts_sha256: str | None = Field(description="hash of the prompt the client made")
-    prompt_tokens: int | None = Field(description="the server's usage.prompt_tokens")
-    output_tokens: int | None = Field(description="tokens produced (null: failed)")
-    output_tokens_source: str = Field(description="usage, tokenizer (no usage) or none")
-    max_tokens: int = Field(description="asked for")
-    ignore_eos: bool = Field(description="whether the body asked to ignore EOS")
-    error: str = Field("", description="why the probe failed; '': it did not")
 
 
 def tokenizer_dir(recipe: Recipe, model_path: str | Path) -> Path | None:

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchlib.adapters import adapter
-from benchlib.pipeline._folder import RunFolder
 from benchlib.pipeline._sidecar import read_sidecar
 from benchlib.recipe import Recipe, Scenario
+from benchlib.runs import Measurement, Ramp, RunFolder
 
 if TYPE_CHECKING:
     from benchlib.pipeline._declare import Step
@@ -41,11 +41,12 @@ def done_steps(recipe: Recipe, folder: RunFolder, steps: Sequence[Step[Any]]) ->
     return done
 
 
-def scenario_problem(record: Any, requested: int, max_failed_fraction: float) -> str | None:
+def scenario_problem(record: Measurement | None, requested: int,
+                     max_failed_fraction: float) -> str | None:
     """Why a scenario's result (one concurrency) is not done, or ``None`` when it is."""
-    if not isinstance(record, dict):
+    if record is None:
         return "not measured"
-    completed, failed = int(record.get("completed") or 0), int(record.get("failed") or 0)
+    completed, failed = record.completed, record.failed
     if completed + failed != requested:
         return (f"{completed} completed + {failed} failed of {requested} requests: not every "
                 "request is accounted for")
@@ -57,15 +58,16 @@ def scenario_problem(record: Any, requested: int, max_failed_fraction: float) ->
     return None
 
 
-def scenario_done(record: Any, requested: int, max_failed_fraction: float) -> bool:
+def scenario_done(record: Measurement | None, requested: int,
+                  max_failed_fraction: float) -> bool:
     """Whether a scenario's result at one concurrency may be kept on resume."""
     return scenario_problem(record, requested, max_failed_fraction) is None
 
 
-def ramp_done(record: Any, scenario: Scenario) -> bool:
+def ramp_done(record: Ramp | None, scenario: Scenario) -> bool:
     """Whether a ramp's record is a finished result for ``scenario``'s lengths."""
     lens: Sequence[int] = scenario.ramp_input_lens
-    if not isinstance(record, dict) or record.get("input_lens") != list(lens) or not lens:
+    if record is None or record.input_lens != list(lens) or not lens:
         return False
-    return (record.get("failed_at_input_len") is not None
-            or record.get("max_completed_input_len") == lens[-1])
+    return (record.failed_at_input_len is not None
+            or record.max_completed_input_len == lens[-1])

@@ -1,5 +1,5 @@
 """``benchlib run``: a recipe's steps executed by papermill into a dated, never-overwritten
-run folder (:class:`~benchlib.pipeline._folder.RunFolder`), each notebook with its JSON
+run folder (:class:`~benchlib.runs._folder.RunFolder`), each notebook with its JSON
 sidecar.
 
 The runner walks the step table (:mod:`benchlib.pipeline.steps`) in the recipe's order and
@@ -34,9 +34,6 @@ from benchlib.pipeline._declare import RunFacts, Step, StepInputs
 from benchlib.pipeline._engine import RunEngine
 from benchlib.pipeline._execute import execute_step
 from benchlib.pipeline._fairness import probe_differences
-from benchlib.pipeline._folder import RunFolder, RunState
-from benchlib.pipeline._paths import kit_root, portable, portable_recipe
-from benchlib.pipeline._results import read_results, synthetic_results
 from benchlib.pipeline._resume import done_steps
 from benchlib.pipeline._sidecar import Sidecar, Status, StepError, write_sidecar
 from benchlib.pipeline.steps import step_table
@@ -49,6 +46,16 @@ from benchlib.provenance import (
 )
 from benchlib.recipe import Recipe, load_recipe, recipe_secrets, resolve_paths
 from benchlib.references import recipe_references
+from benchlib.runs import (
+    Probe,
+    RunFolder,
+    RunState,
+    kit_root,
+    portable,
+    portable_recipe,
+    read_results,
+    synthetic_results,
+)
 
 __all__ = ["NOTEBOOKS", "RunSummary", "run_recipe"]
 
@@ -155,10 +162,10 @@ class _Runner:
         results = read_results(self.folder.results(step.name))
         exited = self.engine.exit_record() if step.engine != "none" else None
         if exited is not None:  # the engine died under load: how, with the log's hints
-            results["engine_exit"] = exited
+            results["engine_exit"] = exited.model_dump(mode="json")
             status = "failed"
             error = error or StepError(ename="EngineExited",
-                                       evalue=f"the engine exited with code {exited['code']} "
+                                       evalue=f"the engine exited with code {exited.code} "
                                               f"during {step.name}",
                                        hint="see results.engine_exit")
         write_sidecar(self.folder.sidecar(step.name), Sidecar(
@@ -228,7 +235,7 @@ def _tagged(log: Callable[[str], None], tag: str, message: str) -> None:
     log(f"[{tag}] {message}")
 
 
-def _fair_gate(recipe: Recipe, name: str, reference: dict[str, Any]
+def _fair_gate(recipe: Recipe, name: str, reference: dict[str, list[Probe]]
                ) -> Callable[[RunFacts], None]:
     """The check between a variant's launch and its measurements: its probe against the
     first variant's (:func:`~benchlib.pipeline._fairness.probe_differences`); a difference
@@ -237,12 +244,13 @@ def _fair_gate(recipe: Recipe, name: str, reference: dict[str, Any]
     def gate(facts: RunFacts) -> None:
         if facts.probe is None:
             return
-        if not reference:
-            reference.update(name=name, probe=facts.probe)
+        if not reference:  # the first variant's probe: the others are held to it
+            reference[name] = facts.probe
+        first, probe = next(iter(reference.items()))
         refused = [(setting, why) for setting, why in probe_differences(
-            reference["probe"], facts.probe) if setting not in recipe.compare.differences]
+            probe, facts.probe) if setting not in recipe.compare.differences]
         if refused:
-            lines = [f"{name} against {reference['name']}: " + why + (
+            lines = [f"{name} against {first}: " + why + (
                 f" — add {setting} to compare.differences if it is the point of the "
                 "comparison" if setting else "") for setting, why in refused]
             raise UsageError("compare.differences", "not a fair comparison, measuring "
@@ -282,7 +290,7 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
             if not recipe.variants:
                 statuses.update(_run_steps(recipe, folder, steps, resumed, log, state=state))
             else:
-                reference: dict[str, Any] = {}
+                reference: dict[str, list[Probe]] = {}
                 per_variant = [s for s in steps if s.scope == "variant"]
                 for name, variant in recipe.variant_recipes():
                     log(f"variant {name}: {variant.engine.kind}, speculative "

@@ -17,12 +17,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchlib._secrets import scrub_bytes
-from benchlib.pipeline._results import write_atomic
 from benchlib.provenance import Provenance
+from benchlib.runs import write_atomic
 
-__all__ = ["Sidecar", "Status", "StepError", "read_sidecar", "write_sidecar"]
+__all__ = ["ParamValue", "Params", "Sidecar", "Status", "StepError", "read_sidecar",
+           "write_sidecar"]
 
 Status = Literal["ok", "failed", "timeout", "skipped"]
+#: a notebook parameter's value: the types its parameters cell declares
+ParamValue = str | int | float | bool | list[str] | None
+#: a notebook's parameters, as papermill passes them
+Params = dict[str, ParamValue]
 
 
 class StepError(BaseModel):
@@ -51,7 +56,9 @@ class Sidecar(BaseModel):
     started_at: str = Field(description="UTC, ISO 8601")
     finished_at: str = Field(description="UTC, ISO 8601")
     duration_s: float
-    params: dict[str, Any] = Field(description="the parameters the notebook was given")
+    params: Params = Field(description="the parameters the notebook was given")
+    # a JSON boundary: any step's results as its notebook wrote them, read by whoever
+    # knows the step (typed: benchlib.runs.RunFolder.result), plus the runner's engine_exit
     results: dict[str, Any] = Field(default_factory=dict,
                                     description="the step's results (its result model's "
                                                 "JSON), plus engine_exit if the engine died")

@@ -19,13 +19,12 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from benchlib._exceptions import UsageError
 from benchlib.measure import Endpoint
-from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._paths import kit_root, load_recipe_snapshot
 from benchlib.recipe import Recipe, load_recipe, resolve_paths
+from benchlib.runs import RunFolder, kit_root, load_recipe_snapshot
 
 __all__ = ["endpoint", "load", "outputs", "results_file", "scratch_outputs", "step_folder",
            "tls_options", "url_context"]
@@ -89,7 +88,14 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
-def tls_options(recipe: Recipe, url: str) -> dict[str, Any]:
+class TlsOptions(TypedDict, total=False):
+    """The recipe's TLS settings, as measure_config and Endpoint.parse take them."""
+
+    ca_bundle: Path | None
+    insecure: bool
+
+
+def tls_options(recipe: Recipe, url: str) -> TlsOptions:
     """The recipe's TLS settings (``ca_bundle``, ``insecure``) for a measurement of ``url``:
     none for a plain ``http://`` URL (a notebook's own base_url, a scripted stand-in)."""
     if not url.startswith("https://"):

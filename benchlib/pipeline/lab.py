@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from benchlib.pipeline._paths import kit_root
+from benchlib.runs import kit_root
 
 __all__ = ["lab_command", "main"]
 

@@ -13,6 +13,7 @@ from benchlib.recipe._load import (
 )
 from benchlib.recipe._parallel import DEFAULT_INIT_PORTS, Parallel
 from benchlib.recipe._schema import (
+    ALL_STEPS,
     AccuracySpec,
     CompareSpec,
     EngineSpec,
@@ -21,11 +22,13 @@ from benchlib.recipe._schema import (
     ModelSpec,
     Recipe,
     Scenario,
+    StepName,
     Variant,
 )
 from benchlib.recipe._secrets import recipe_secrets
 
 __all__ = [
+    "ALL_STEPS",
     "DEFAULT_INIT_PORTS",
     "DIFFERENCES",
     "METHODS",
@@ -43,6 +46,7 @@ __all__ = [
     "Scenario",
     "SpecMethod",
     "Speculative",
+    "StepName",
     "Variant",
     "assumption_caveats",
     "caveats",

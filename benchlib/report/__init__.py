@@ -10,29 +10,27 @@ again after the write-up was edited.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
 from benchlib._exceptions import UsageError
-from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._paths import kit_root
-from benchlib.pipeline._results import read_results, write_atomic
 from benchlib.recipe import Recipe
 from benchlib.references import Reference
-from benchlib.report._context import ALIASES, report_context, variant_names
+from benchlib.report._context import ALIASES, context_of, report_context
 from benchlib.report._energy import power_png
 from benchlib.report._html import FIGURES, render_html
 from benchlib.report._relpaths import relative_paths
 from benchlib.report._shape import shape_context
+from benchlib.report._view import read_run
 from benchlib.report._writeup import (
     DEFAULT_SKELETON,
     fmt_number,
     render_writeup,
     writeup_notebook,
 )
+from benchlib.runs import kit_root, write_atomic
 
 __all__ = ["ALIASES", "DEFAULT_SKELETON", "FIGURES", "ReportFiles", "check_skeleton",
            "fmt_number", "render_report", "render_writeup", "report_context", "shape_context",
@@ -68,11 +66,11 @@ def render_report(run_dir: str | Path, skeleton: Path | None = None,
     from ``skeleton`` the first time). A write-up that cites a name the run lacks raises
     (``strict``), or else (a run that just ended, some steps failed) the report says so in
     place of the write-up and is written all the same."""
-    run = RunFolder(path=Path(run_dir))
-    ctx = report_context(run.path)
-    state = json.loads(run.state_json.read_text(encoding="utf-8")) \
-        if run.state_json.is_file() else {}
-    ctx["recipe_path"] = state.get("recipe", "RECIPE.yaml")
+    view = read_run(run_dir)
+    run = view.folder
+    ctx = context_of(view)
+    state = run.read_state()
+    ctx["recipe_path"] = state.recipe if state else "RECIPE.yaml"
     notebook = writeup_notebook(run.path, skeleton)
     try:
         markdown = render_writeup(notebook, ctx)
@@ -81,11 +79,10 @@ def render_report(run_dir: str | Path, skeleton: Path | None = None,
             raise
         markdown = (f"> **The write-up was not rendered:** {exc}. Edit `{notebook.name}` "
                     "and run `benchlib report` on this folder.\n")
-    names = variant_names(run, ctx["recipe"])
-    launches = {n: read_results(run.variant(n).results("02_launch")) for n in names}
-    power = power_png(ctx, {n: run.variant(n).measure_dir for n in names})
-    page = relative_paths(render_html(ctx, markdown, launches, state.get("statuses") or {},
-                                      power), run.path, [kit_root()])
+    power = power_png(view)
+    page = relative_paths(render_html(view, ctx, markdown, state.statuses if state else {},
+                                      power), run.path,
+                          [kit_root()])
     files = ReportFiles(html=run.path / "report.html", markdown=run.path / "writeup.md",
                         notebook=notebook)
     write_atomic(files.markdown, markdown)

@@ -22,108 +22,119 @@ Each measurement's figures are its result keys (``median_ttft_ms``, ``output_thr
 ``p99_tpot_ms`` …) with three short aliases a sentence reads well with: ``tok_s``
 (``per_user_tok_s``), ``ttft_ms`` (``median_ttft_ms``) and ``tpot_ms`` (``median_tpot_ms``),
 and its energy figures at the top as well (``energy_j_per_output_token``, ``avg_power_w``,
-``idle_power_w`` …: :data:`~benchlib.pipeline.steps._summary.ENERGY_FIGURES`; null where
+``idle_power_w`` …: :data:`~benchlib.runs.ENERGY_FIGURES`; null where
 there was none, the whole block with its reason under ``energy``). Names with ``-`` also
 appear with ``_`` (``vllm-ngram`` → ``vllm_ngram``), so a template can write
 ``variants.vllm_ngram.chat.c1.tok_s``.
+
+The names come from the steps' result models (:mod:`benchlib.runs`), read typed
+(:func:`~benchlib.report._view.read_run`): a field renamed there fails mypy here. The
+context itself is template data — Jinja looks names up at render time — so it is typed
+once, as :data:`Context`.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._results import read_results
-from benchlib.pipeline.steps._summary import measurements
-from benchlib.report._takeaway import takeaway
-from benchlib.sweep import run_sweeps
+from pydantic import JsonValue
 
-__all__ = ["ALIASES", "report_context", "variant_names"]
+from benchlib.report._takeaway import takeaway
+from benchlib.report._view import RunView, VariantView, read_run
+from benchlib.runs import CompareResult, Measurement, MeasureStep, figures, measurements
+
+__all__ = ["ALIASES", "VARIANT_FACTS", "Context", "context_of", "report_context",
+           "variant_names"]
+
+#: the write-up's names: template data that Jinja reads by name at render time (a JSON
+#: boundary: what a name holds is the results' JSON), built from the typed results
+Context = dict[str, Any]
+
+#: what the write-up can cite of each variant beside its scenarios (:func:`_variant`)
+VARIANT_FACTS = ("engine", "speculative", "model", "checkpoint_format", "startup_s",
+                 "log_facts", "plan_vs_engine")
 
 #: short names → the result key they stand for
 ALIASES = {"tok_s": "per_user_tok_s", "ttft_ms": "median_ttft_ms", "tpot_ms": "median_tpot_ms"}
 
 
-def _with_underscores(mapping: dict[str, Any]) -> dict[str, Any]:
+def _aliases(m: Measurement) -> dict[str, float | None]:
+    """:data:`ALIASES`' values of a measurement."""
+    return {"tok_s": m.per_user_tok_s, "ttft_ms": m.median_ttft_ms,
+            "tpot_ms": m.median_tpot_ms}
+
+
+def _with_underscores(mapping: Mapping[str, object]) -> dict[str, object]:
     out = dict(mapping)
     for key, value in mapping.items():
         out.setdefault(key.replace("-", "_").replace(".", "_"), value)
     return out
 
 
-def _sidecar(folder: RunFolder, step: str) -> dict[str, Any]:
-    path = folder.sidecar(step)
-    if not path.is_file():
-        return {}
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
-
-
-def variant_names(run: RunFolder, recipe: dict[str, Any]) -> list[str]:
+def variant_names(view: RunView) -> list[str]:
     """The run's variants in the recipe's order; ``[""]`` for a recipe without."""
-    return [v["name"] for v in recipe.get("variants") or []] or [""]
+    return [v.name for v in view.variants]
 
 
-def _by_scenario(measured: dict[str, Any]) -> dict[str, Any]:
+def _by_scenario(measured: MeasureStep) -> dict[str, dict[str, dict[str, JsonValue]]]:
     """scenario → c<N> → the measurement's figures, with the aliases."""
-    by_scenario: dict[str, dict[str, Any]] = {}
-    for scenario, concurrency, result in measurements(measured):
-        for alias, key in ALIASES.items():
-            result[alias] = result.get(key)
-        by_scenario.setdefault(scenario, {})[f"c{concurrency}"] = result
+    by_scenario: dict[str, dict[str, dict[str, JsonValue]]] = {}
+    for scenario, concurrency, m in measurements(measured):
+        by_scenario.setdefault(scenario, {})[f"c{concurrency}"] = {**figures(m),
+                                                                   **_aliases(m)}
     return by_scenario
 
 
-def report_context(run_dir: str | Path) -> dict[str, Any]:
-    """Everything the run folder at ``run_dir`` holds, under the names above."""
-    run = RunFolder(path=Path(run_dir))
-    recipe: dict[str, Any] = json.loads(run.recipe_json.read_text(encoding="utf-8")) \
-        if run.recipe_json.is_file() else {}
-    names = variant_names(run, recipe)
-    variants: dict[str, Any] = {}
-    plans: dict[str, Any] = {}
-    provenance: dict[str, Any] = {}
-    accuracy: dict[str, Any] = {}
-    for name in names:
-        folder = run.variant(name)
-        launch = read_results(folder.results("02_launch"))
-        measured = read_results(folder.results("03_measure"))
-        sub = json.loads(folder.recipe_json.read_text(encoding="utf-8")) \
-            if name and folder.recipe_json.is_file() else recipe
-        engine = sub.get("engine") or {}
-        spec = engine.get("speculative") or {}
-        variants[name] = _with_underscores({
-            "engine": f"{engine.get('kind', '')} {engine.get('version') or ''}".strip(),
-            "speculative": spec.get("method", "off") + (f" k={spec['k']}"
-                                                        if spec.get("k") else ""),
-            "model": (sub.get("model") or {}).get("id"),
-            "checkpoint_format": (sub.get("model") or {}).get("format"),
-            "startup_s": launch.get("startup_s"),
-            "log_facts": launch.get("log_facts") or {},
-            "plan_vs_engine": {r["figure"]: r for r in
-                               (launch.get("plan_vs_engine") or {}).get("rows") or []},
-            **_by_scenario(measured)})
-        plans[name] = read_results(folder.results("00_plan")).get("plan") or {}
-        accuracy[name] = {k.split("/", 1)[1]: v for k, v in measured.items()
-                          if k.startswith("accuracy/")}
-        provenance[name] = (_sidecar(folder, "03_measure").get("provenance")
-                            or _sidecar(folder, "02_launch").get("provenance") or {})
-    compare = read_results(run.results("04_compare"))
-    references: dict[str, Any] = {}
-    for row in compare.get("references") or []:
-        ref = references.setdefault(row["reference"], {
-            k: row.get(k) for k in ("variant", "scenario", "concurrency", "engine",
-                                    "checkpoint", "hardware", "source", "published_on",
-                                    "measured_as", "caveats")})
-        ref[row["metric"]] = row.get("published")
-    ctx = {"recipe": recipe, "variants": _with_underscores(variants),
-           "run": variants[names[0]] if names == [""] else {},
-           "plan": _with_underscores(plans), "provenance": _with_underscores(provenance),
-           "references": _with_underscores(references), "compare": compare,
-           "accuracy": _with_underscores(accuracy),
-           "sweeps": _with_underscores({name or "run": s.model_dump(mode="json")
-                                        for name, s in run_sweeps(run.path)})}
+def _variant(v: VariantView) -> dict[str, object]:
+    """A variant's names: what ran, how it launched, its measurements."""
+    engine, launch = v.recipe.engine, v.launch
+    spec = engine.speculative
+    facts: dict[str, object] = {
+        "engine": f"{engine.kind} {engine.version or ''}".strip(),
+        "speculative": spec.method + (f" k={spec.k}" if spec.k else ""),
+        "model": v.recipe.model.id, "checkpoint_format": v.recipe.model.format,
+        "startup_s": launch.startup_s if launch else None,
+        "log_facts": launch.log_facts if launch else {},
+        "plan_vs_engine": {r.figure: r.model_dump(mode="json", exclude_unset=True)
+                           for r in launch.plan_vs_engine.rows} if launch else {}}
+    assert tuple(facts) == VARIANT_FACTS, "name a new fact in VARIANT_FACTS (the shape reads it)"
+    return _with_underscores({**facts, **_by_scenario(v.measured)})
+
+
+def _references(compare: CompareResult | None) -> dict[str, object]:
+    """reference → its facts and its published figures (metric → value)."""
+    references: dict[str, dict[str, object]] = {}
+    for row in compare.references if compare else []:
+        ref = references.setdefault(row.reference, {k: getattr(row, k) for k in row.FACTS})
+        ref[row.metric] = row.published
+    return dict(references)
+
+
+def context_of(view: RunView) -> Context:
+    """The write-up's names for the run ``view`` read."""
+    variants = {v.name: _variant(v) for v in view.variants}
+    compare = view.compare
+    ctx: Context = {
+        "recipe": view.recipe_json, "variants": _with_underscores(dict(variants)),
+        "run": variants.get("", {}),
+        "plan": _with_underscores({v.name: v.plan.plan.model_dump(mode="json",
+                                                                  exclude_unset=True)
+                                   if v.plan and v.plan.plan else {}
+                                   for v in view.variants}),
+        "provenance": _with_underscores({v.name: v.provenance for v in view.variants}),
+        "references": _with_underscores(_references(compare)),
+        "compare": compare.model_dump(mode="json", exclude_unset=True) if compare else {},
+        "accuracy": _with_underscores({
+            v.name: {task: a.model_dump(mode="json", exclude_unset=True)
+                     for task, a in v.measured.accuracy.items()} for v in view.variants}),
+        "sweeps": _with_underscores({name or "run": s.model_dump(mode="json")
+                                     for name, s in view.sweeps})}
     ctx["takeaway"] = takeaway(ctx).model_dump(mode="json")
     return ctx
+
+
+def report_context(run_dir: str | Path) -> Context:
+    """Everything the run folder at ``run_dir`` holds, under the names above."""
+    return context_of(read_run(run_dir))

@@ -6,11 +6,12 @@ the measure step kept (``<result>.energy.jsonl``), the idle window before it sha
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from benchlib.report._figures import _png, measurements
+from benchlib.energy import ClockStats
+from benchlib.report._figures import _png
+from benchlib.report._view import RunView
 
 __all__ = ["ENERGY_COLUMNS", "energy_rows", "power_png", "read_power"]
 
@@ -27,39 +28,38 @@ _FIGURES = ("energy_j_per_output_token", "energy_above_idle_j_per_output_token",
             "idle_power_w", "idle_at_rest", "energy_includes_idle", "energy_j")
 
 
-def _clock(stats: Any) -> str | None:
-    if not isinstance(stats, Mapping):
+def _clock(stats: ClockStats | None) -> str | None:
+    if stats is None:
         return None
-    return f"{stats.get('min')}–{stats.get('max')} (mean {stats.get('mean', 0):.0f})"
+    return f"{stats.min}–{stats.max} (mean {stats.mean or 0:.0f})"
 
 
-def energy_rows(ctx: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One row per measurement that has an energy block."""
-    rows = []
-    for variant, scenario, conc, fig in measurements(ctx):
-        energy = fig.get("energy")
-        if not isinstance(energy, Mapping):
+def energy_rows(view: RunView) -> list[dict[str, object]]:
+    """One row per measurement that has an energy block (the table's rows)."""
+    rows: list[dict[str, object]] = []
+    for v, scenario, conc, m in view.measurements():
+        energy = m.energy
+        if energy is None:
             continue
-        bounds = energy.get("energy_j_bounds")
-        reasons = energy.get("throttle_reasons") or {}
+        bounds = energy.energy_j_bounds
         rows.append({
-            "variant": variant or "run", "scenario": scenario, "concurrency": conc,
-            "median_tpot_ms": fig.get("median_tpot_ms"),
-            **{k: energy.get(k) for k in _FIGURES},
+            "variant": v.label, "scenario": scenario, "concurrency": conc,
+            "median_tpot_ms": m.median_tpot_ms,
+            **energy.model_dump(mode="json", include=set(_FIGURES)),
             "energy_j_bounds": f"{bounds[0]:.1f}–{bounds[1]:.1f}" if bounds else None,
-            "method": energy.get("method"), "source": energy.get("source"),
-            "sm_clock_mhz": _clock(energy.get("sm_clock_mhz")),
-            "throttle_reasons": ", ".join(f"{r} {100 * f:.0f} %" for r, f in reasons.items())
+            "method": energy.method, "source": energy.source,
+            "sm_clock_mhz": _clock(energy.sm_clock_mhz),
+            "throttle_reasons": ", ".join(f"{r} {100 * f:.0f} %"
+                                          for r, f in energy.throttle_reasons.items())
             or None,
-            "notes": "; ".join(filter(None, [energy.get("reason"),
-                                             *(energy.get("flags") or [])])) or None})
+            "notes": "; ".join(filter(None, [energy.reason, *energy.flags])) or None})
     return rows
 
 
 def read_power(path: Path) -> tuple[dict[str, Any], list[float], list[float | None]]:
     """A samples file's header, times (s) and summed power (W) per sample: the devices'
     power readings where every device gave one, else the counters' increase since the
-    previous sample (RAPL)."""
+    previous sample (RAPL). The header is the file's JSON (a JSON boundary)."""
     lines = path.read_text(encoding="utf-8").splitlines()
     header = json.loads(lines[0])
     times: list[float] = []
@@ -82,21 +82,21 @@ def read_power(path: Path) -> tuple[dict[str, Any], list[float], list[float | No
     return header, times, power
 
 
-def power_png(ctx: Mapping[str, Any], measure_dirs: Mapping[str, Path]) -> bytes | None:
+def power_png(view: RunView) -> bytes | None:
     """Per scenario, each variant's summed power over time at its highest concurrency
     measured with energy, time 0 at the window's start, the idle window before it shaded;
-    None when no samples file is kept. ``measure_dirs``: variant → its measure folder."""
+    None when no samples file is kept (beside the variant's measurements)."""
     from matplotlib.figure import Figure
 
     busiest: dict[str, dict[str, tuple[int, Path]]] = {}
-    for variant, scenario, conc, figures in measurements(ctx):
-        name = (figures.get("energy") or {}).get("samples_file")
-        folder = measure_dirs.get(variant)
-        if name and folder is not None and (folder / name).is_file():
+    for v, scenario, conc, m in view.measurements():
+        name = m.energy.samples_file if m.energy else None
+        folder = view.folder.variant(v.name).measure_dir
+        if name and (folder / name).is_file():
             by_variant = busiest.setdefault(scenario, {})
-            best = by_variant.get(variant or "run")
+            best = by_variant.get(v.label)
             if best is None or conc > best[0]:
-                by_variant[variant or "run"] = (conc, folder / name)
+                by_variant[v.label] = (conc, folder / name)
     if not busiest:
         return None
     fig = Figure(figsize=(5.2 * len(busiest), 3.6), layout="constrained")

@@ -25,10 +25,11 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from benchlib.recipe import Assumption
+from benchlib.report._context import Context
 from benchlib.report._energy import ENERGY_COLUMNS, energy_rows
-from benchlib.report._figures import measurements, pareto_png, spread_png, sweep_png, sweeps_of
+from benchlib.report._figures import pareto_png, spread_png, sweep_png
 from benchlib.report._intervals import interval_sections
+from benchlib.report._view import RunView
 from benchlib.report._writeup import fmt_number
 
 __all__ = ["FIGURES", "render_html"]
@@ -52,18 +53,18 @@ grid-template-columns:max-content minmax(0,1fr);gap:.2em 1em;font-size:.9em}
 .synthetic{border:2px solid #a40;background:#fff4ec;padding:.5em 1em}"""
 
 
-def _esc(value: Any) -> str:
+def _esc(value: object) -> str:
     shown = fmt_number(value)
     return html.escape(str(shown))
 
 
-def _words(*parts: Any) -> str:
+def _words(*parts: object) -> str:
     """The parts that are known, joined by spaces; ``n/a`` when none is."""
     known = [str(p) for p in parts if p not in (None, "", False)]
     return " ".join(known) or "n/a"
 
 
-def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+def _table(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
     if not rows:
         return "<p class='muted'>none</p>"
     head = "".join(f"<th>{html.escape(c).replace('_', '_<wbr>')}</th>" for c in columns)
@@ -81,23 +82,21 @@ def _figure(fig_id: str, png: bytes | None, caption: str) -> str:
             "</figcaption></figure>")
 
 
-def _what_ran(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
-    recipe = ctx.get("recipe") or {}
-    names = [v["name"] for v in recipe.get("variants") or []] or [""]
-    rows = [{"variant": n or recipe.get("name"), **{k: (ctx["variants"].get(n) or {}).get(k)
+def _what_ran(view: RunView, ctx: Context) -> str:
+    recipe = view.recipe
+    rows = [{"variant": v.name or recipe.name, **{k: ctx["variants"][v.name].get(k)
                                                    for k in ("engine", "model",
                                                              "checkpoint_format",
                                                              "speculative", "startup_s")}}
-            for n in names]
+            for v in view.variants]
     commands = "".join(
-        f"<p class='muted'>{html.escape(str(n or recipe.get('name')))}:</p><pre class='cmd'>"
-        f"<code>{html.escape(str(cmd))}</code></pre>"
-        for n in names if (cmd := (launches.get(n) or {}).get("command")))
-    scen = [{"scenario": s.get("name"), "endpoint": s.get("endpoint"),
-             "dataset": s.get("dataset"), "input_len": s.get("input_len"),
-             "output_len": s.get("output_len"),
-             "concurrencies": ", ".join(map(str, s.get("concurrencies") or [])),
-             "num_prompts": str(s.get("num_prompts"))} for s in recipe.get("scenarios") or []]
+        f"<p class='muted'>{html.escape(v.name or recipe.name)}:</p><pre class='cmd'>"
+        f"<code>{html.escape(v.launch.command)}</code></pre>"
+        for v in view.variants if v.launch and v.launch.command)
+    scen = [{"scenario": s.name, "endpoint": s.endpoint, "dataset": s.dataset,
+             "input_len": s.input_len, "output_len": s.output_len,
+             "concurrencies": ", ".join(map(str, s.concurrencies)),
+             "num_prompts": str(s.num_prompts)} for s in recipe.scenarios]
     return ("<h2 id='what-ran'>What ran</h2>"
             + _table(rows, ["variant", "engine", "model", "checkpoint_format", "speculative",
                             "startup_s"])
@@ -160,11 +159,10 @@ def _facts(prov: Mapping[str, Any]) -> dict[str, str]:
     }.items()}
 
 
-def _provenance(ctx: Mapping[str, Any]) -> str:
+def _provenance(view: RunView) -> str:
     """One card for the whole run: a fact every variant shares once, a fact that differs
     with each variant's value beside its name (marked)."""
-    records = {name or "run": _facts(prov)
-               for name, prov in (ctx.get("provenance") or {}).items() if prov}
+    records = {v.label: _facts(v.provenance) for v in view.variants if v.provenance}
     if not records:
         return "<h2 id='provenance'>Provenance</h2><p class='muted'>none recorded</p>"
     keys = list(dict.fromkeys(k for facts in records.values() for k in facts))
@@ -184,22 +182,23 @@ def _provenance(ctx: Mapping[str, Any]) -> str:
             + "</div>")
 
 
-def _plan_vs_measured(ctx: Mapping[str, Any]) -> str:
+def _plan_vs_measured(view: RunView) -> str:
     rows = []
-    for variant, scenario, conc, fig in measurements(ctx):
-        plan = (ctx.get("plan") or {}).get(variant) or {}
-        floor = plan.get("decode_floor_ms")
-        tpot = fig.get("median_tpot_ms")
-        kv_peak = (fig.get("server_metrics") or {}).get("kv_cache_usage_peak")
-        kv = fig.get("kv_usage_vs_plan") or {}
-        rows.append({"variant": variant or "run", "scenario": scenario, "concurrency": conc,
-                     "weights_gib_per_gpu": plan.get("weights_gib_per_gpu"),
-                     "planned_kv_tokens": plan.get("kv_cache_tokens"),
+    for v, scenario, conc, m in view.measurements():
+        plan = v.plan.plan if v.plan else None
+        floor = plan.decode_floor_ms if plan else None
+        tpot = m.median_tpot_ms
+        rows.append({"variant": v.label, "scenario": scenario, "concurrency": conc,
+                     "weights_gib_per_gpu": plan.weights_gib_per_gpu if plan else None,
+                     "planned_kv_tokens": plan.kv_cache_tokens if plan else None,
                      "decode_floor_ms": floor, "median_tpot_ms": tpot,
-                     "energy_j_per_output_token": fig.get("energy_j_per_output_token"),
+                     "energy_j_per_output_token": m.energy.energy_j_per_output_token
+                     if m.energy else None,
                      "tpot_over_floor": tpot / floor if tpot and floor else None,
-                     "kv_cache_usage_peak": kv_peak,
-                     "kv_cache_usage_expected": kv.get("expected")})
+                     "kv_cache_usage_peak": m.server_metrics.kv_cache_usage_peak
+                     if m.server_metrics else None,
+                     "kv_cache_usage_expected": m.kv_usage_vs_plan.expected
+                     if m.kv_usage_vs_plan else None})
     return ("<h2 id='plan'>The plan against what was measured</h2><p class='muted'>The "
             "decode floor is the TPOT the GPU's memory bandwidth allows one request (weights "
             "and KV read once per step): no engine beats it; tpot_over_floor says how far "
@@ -214,7 +213,7 @@ def _plan_vs_measured(ctx: Mapping[str, Any]) -> str:
                             "kv_cache_usage_expected"]))
 
 
-def _energy(ctx: Mapping[str, Any], power: bytes | None) -> str:
+def _energy(view: RunView, power: bytes | None) -> str:
     return ("<h2 id='energy'>Energy</h2><p class='muted'>The devices the engine ran on, "
             "every one summed: GPUs through NVML's total-energy counter (exact between two "
             "reads; the window's edges interpolated, energy_j_bounds brackets them), CPU "
@@ -223,22 +222,24 @@ def _energy(ctx: Mapping[str, Any], power: bytes | None) -> str:
             "per-token, per-request and mean figures include it (the above-idle figure "
             "leaves it out). The peak is the highest sampled power (every 100 ms). Notes say "
             "why a figure is missing or less exact than it looks.</p>"
-            + _table(energy_rows(ctx), ENERGY_COLUMNS)
+            + _table(energy_rows(view), ENERGY_COLUMNS)
             + _figure("power", power, "Power over time, devices summed, at each variant's "
                       "highest concurrency: the idle window shaded, the measurement between "
                       "the dotted lines"))
 
 
-def _plan_vs_engine(launches: Mapping[str, Any]) -> str:
-    rows: list[dict[str, Any]] = []
+def _plan_vs_engine(view: RunView) -> str:
+    rows: list[dict[str, object]] = []
     skipped: list[str] = []
-    for name, launch in launches.items():
-        vs = launch.get("plan_vs_engine") or {}
-        if vs.get("skipped"):
-            skipped.append(f"{name or 'run'}: {vs['skipped']}")
-        for r in vs.get("rows") or []:
-            rows.append({"variant": name or "run", **r,
-                         "flagged": f"yes: {r.get('advice')}" if r.get("flagged") else "no"})
+    for v in view.variants:
+        if v.launch is None:
+            continue
+        vs = v.launch.plan_vs_engine
+        if vs.skipped:
+            skipped.append(f"{v.label}: {vs.skipped}")
+        for r in vs.rows:
+            rows.append({"variant": v.label, **r.model_dump(),
+                         "flagged": f"yes: {r.advice}" if r.flagged else "no"})
     return ("<h2 id='plan-vs-engine'>The plan against the live engine</h2><p class='muted'>"
             "The memory plan, computed at launch for each engine's own settings (its model "
             "file, max_model_len, KV dtype, block size, budget), beside what the running engine "
@@ -248,15 +249,16 @@ def _plan_vs_engine(launches: Mapping[str, Any]) -> str:
             + "".join(f"<p class='muted'>{html.escape(s)}</p>" for s in skipped))
 
 
-def _checks_and_sdk(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
-    checks = [{"variant": n or "run", "status": "ok" if c.get("ok") else "not ok", **c}
-              for n, launch in launches.items() for c in launch.get("checks") or []]
-    sdk = [{"variant": v or "run", "scenario": sc, "concurrency": c,
-            "wire_median_ttft_ms": f.get("median_ttft_ms"),
-            "wire_median_tpot_ms": f.get("median_tpot_ms"), **(f.get("sdk") or {})}
-           for v, sc, c, f in measurements(ctx) if f.get("sdk")]
-    accuracy = [{"variant": n or "run", "task": t, **r} for n in launches
-                for t, r in ((ctx.get("accuracy") or {}).get(n) or {}).items()]
+def _checks_and_sdk(view: RunView) -> str:
+    checks = [{"variant": v.label, "status": "ok" if c.ok else "not ok",
+               **c.model_dump(exclude_unset=True)}
+              for v in view.variants if v.launch for c in v.launch.checks]
+    sdk = [{"variant": v.label, "scenario": sc, "concurrency": c,
+            "wire_median_ttft_ms": m.median_ttft_ms,
+            "wire_median_tpot_ms": m.median_tpot_ms, **m.sdk.model_dump()}
+           for v, sc, c, m in view.measurements() if m.sdk]
+    accuracy = [{"variant": v.label, "task": t, **r.model_dump(exclude_unset=True)}
+                for v in view.variants for t, r in v.measured.accuracy.items()]
     few = [a for a in accuracy if a["task"] == "few_shot_gsm8k"]
     lm = [a for a in accuracy if a["task"] != "few_shot_gsm8k"]
     return ("<h2 id='checks'>Functional checks (openai SDK)</h2>"
@@ -282,15 +284,15 @@ def _checks_and_sdk(ctx: Mapping[str, Any], launches: Mapping[str, Any]) -> str:
                             "endpoint", "caveat", "error"]) if few else ""))
 
 
-def _sweeps(ctx: Mapping[str, Any]) -> str:
+def _sweeps(view: RunView) -> str:
     """The SLO searches the run folder keeps: a row each (the knee, what failed one step
     past it) and their curves; nothing when there is none."""
-    png = sweep_png(ctx)
+    png = sweep_png(view)
     if png is None:
         return ""
     from benchlib.sweep import sweep_row
 
-    rows = [sweep_row(name, summary) for name, summary in sweeps_of(ctx)]
+    rows = [sweep_row(name, summary) for name, summary in view.sweeps]
     return ("<h3 id='sweeps'>SLO searches</h3><p class='muted'>The highest load whose "
             "latencies and goodput met every SLO (benchlib sweep): each probe a measurement "
             "kept beside the search's sweep.json.</p>"
@@ -301,12 +303,10 @@ def _sweeps(ctx: Mapping[str, Any]) -> str:
                       "crosses failed, the dashed line is the knee"))
 
 
-def _synthetic_banner(ctx: Mapping[str, Any]) -> str:
+def _synthetic_banner(view: RunView) -> str:
     """A warning at the top when any measurement was answered by the scripted server."""
-    which = sorted({variant or "run" for variant, _, _, fig in measurements(ctx)
-                    if fig.get("synthetic")}
-                   | {name or "run" for name, prov in (ctx.get("provenance") or {}).items()
-                      if (prov or {}).get("synthetic")})
+    which = sorted({v.label for v, _, _, m in view.measurements() if m.synthetic}
+                   | {v.label for v in view.variants if v.provenance.get("synthetic")})
     if not which:
         return ""
     return ("<p class='synthetic' id='synthetic'><b>Synthetic:</b> "
@@ -315,59 +315,61 @@ def _synthetic_banner(ctx: Mapping[str, Any]) -> str:
             "not compare with engine runs.</p>")
 
 
-def render_html(ctx: Mapping[str, Any], writeup_md: str,
-                launches: Mapping[str, Any], statuses: Mapping[str, str],
+def render_html(view: RunView, ctx: Context, writeup_md: str, statuses: Mapping[str, str],
                 power: bytes | None = None) -> str:
-    """The whole page; ``power``: the power-over-time figure, where samples were kept."""
-    recipe = ctx.get("recipe") or {}
-    compare = ctx.get("compare") or {}
+    """The whole page of the run ``view`` read (``ctx``: its write-up's names, listed in
+    the appendix); ``power``: the power-over-time figure, where samples were kept."""
+    recipe = view.recipe
+    compare = view.compare
     md = MarkdownIt("commonmark", {"html": False}).enable("table")
-    spec_rows = [r for r in compare.get("variants") or []
-                 if r.get("speculative") not in (None, "off")]
-    caveats = [Assumption.model_validate(a).caveat for a in recipe.get("assumptions") or []]
-    caveats += sorted({c.strip() for r in compare.get("variants") or []
-                       for c in (r.get("caveats") or "").split(";") if c.strip()})
-    for name, prov in (ctx.get("provenance") or {}).items():
-        caveats += [f"{name or 'run'}: {m}" for m in prov.get("hardware_mismatches") or []]
-    caveats += sorted({f"{r['reference']}: {r['caveats']}" for r in
-                       compare.get("references") or [] if r.get("caveats")})
+    variants = compare.variants if compare else []
+    refs = compare.references if compare else []
+    spec_rows = [r.model_dump() for r in variants if r.speculative not in (None, "off")]
+    caveats = [a.caveat for a in recipe.assumptions]
+    caveats += sorted({c.strip() for r in variants for c in (r.caveats or "").split(";")
+                       if c.strip()})
+    for v in view.variants:
+        mismatches = v.provenance.get("hardware_mismatches")
+        caveats += [f"{v.label}: {m}" for m in
+                    (mismatches if isinstance(mismatches, list) else [])]
+    caveats += sorted({f"{r.reference}: {r.caveats}" for r in refs if r.caveats})
     caveats = list(dict.fromkeys(caveats))
-    refs = compare.get("references") or []
     names = sorted(k for k in ctx if k != "compare")
     return "".join([
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>{html.escape(str(recipe.get('name', 'benchlib report')))}</title>",
+        f"<title>{html.escape(recipe.name)}</title>",
         f"<style>{_STYLE}</style></head><body>",
-        f"<h1>{html.escape(str(recipe.get('name', '')))}</h1>",
-        _synthetic_banner(ctx),
-        f"<p class='muted'>{html.escape(str(recipe.get('description', '')))}</p>",
+        f"<h1>{html.escape(recipe.name)}</h1>",
+        _synthetic_banner(view),
+        f"<p class='muted'>{html.escape(recipe.description)}</p>",
         "<p class='muted'>steps: " + ", ".join(f"{html.escape(k)} {html.escape(v)}"
                                                for k, v in statuses.items()) + "</p>",
         "<h2 id='writeup'>Write-up</h2><div class='writeup'>", md.render(writeup_md),
-        "</div>", _what_ran(ctx, launches), _provenance(ctx), _checks_and_sdk(ctx, launches),
-        _plan_vs_engine(launches), _plan_vs_measured(ctx), _energy(ctx, power),
+        "</div>", _what_ran(view, ctx), _provenance(view), _checks_and_sdk(view),
+        _plan_vs_engine(view), _plan_vs_measured(view), _energy(view, power),
         "<h2 id='figures'>Figures</h2>",
-        _figure("pareto", pareto_png(ctx), "Per-user against total output tokens/s along "
+        _figure("pareto", pareto_png(view), "Per-user against total output tokens/s along "
                 "concurrency: the Pareto view (up and right is better)"),
-        _figure("spread", spread_png(ctx), "TTFT and TPOT per concurrency: median (line) "
+        _figure("spread", spread_png(view), "TTFT and TPOT per concurrency: median (line) "
                 "and p99 (dashed), the band between them shaded"),
-        _sweeps(ctx),
+        _sweeps(view),
         "<h2 id='speculative'>Speculative decoding</h2>",
         _table(spec_rows, ["variant", "scenario", "concurrency", "speculative",
                            "mean_tokens_per_chunk", "server_acceptance_rate",
                            "server_mean_acceptance_length", "spec_reconciled", "speedup",
                            "speedup_over", "speedup_low", "speedup_high", "speedup_verdict"]),
-        interval_sections(ctx),
+        interval_sections(view),
         "<h2 id='references'>Published references</h2>",
-        _table(refs, ["reference", "variant", "scenario", "concurrency", "metric",
-                      "unit", "published", "measured", "measured_over_published", "engine",
-                      "checkpoint", "caveats"]),
+        _table([r.model_dump() for r in refs],
+               ["reference", "variant", "scenario", "concurrency", "metric",
+                "unit", "published", "measured", "measured_over_published", "engine",
+                "checkpoint", "caveats"]),
         "<h2 id='caveats'>Caveats</h2>",
         "<ul>" + "".join(f"<li>{html.escape(c)}</li>" for c in caveats) + "</ul>"
         if caveats else "<p class='muted'>none known to the kit</p>",
         "<h3>Provenance differences between the variants</h3>",
         "<ul>" + "".join(f"<li>{html.escape(str(d))}</li>" for d in
-                         compare.get("provenance_differences") or []) + "</ul>",
+                         (compare.provenance_differences if compare else [])) + "</ul>",
         "<h2 id='names'>Appendix: names a write-up can cite</h2><p class='muted'>",
         html.escape(", ".join(names)), " — e.g. <code>{{ variants.NAME.SCENARIO.c1.tok_s "
         "}}</code>, <code>{{ plan.NAME.decode_floor_ms }}</code>, <code>{{ "

@@ -7,9 +7,10 @@ out when the run has nothing for it, so a report of an older run reads as before
 from __future__ import annotations
 
 import html
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
+from benchlib.measure import Interval
+from benchlib.report._view import RunView
 from benchlib.report._writeup import fmt_number
 
 __all__ = ["interval_sections"]
@@ -18,46 +19,33 @@ __all__ = ["interval_sections"]
 _DIFFERS_MS = 0.5
 
 
-def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+def _table(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(fmt_number(r.get(c))))}</td>"
                                     for c in columns) + "</tr>" for r in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
-def _measurements(ctx: Mapping[str, Any]) -> Iterator[tuple[str, str, str, dict[str, Any]]]:
-    """(variant, scenario, cN, record) of every measurement, variants in the recipe's order
-    (the context also lists each name with ``_`` for ``-``: those are skipped)."""
-    names = [v["name"] for v in (ctx.get("recipe") or {}).get("variants") or []] or [""]
-    for name in names:
-        for scenario, by_conc in (ctx.get("variants") or {}).get(name, {}).items():
-            if not isinstance(by_conc, dict):
-                continue
-            for conc, record in by_conc.items():
-                if conc.startswith("c") and isinstance(record, dict):
-                    yield name, scenario, conc, record
-
-
-def _interval(iv: Mapping[str, Any]) -> str:
-    if iv.get("value") is None:
-        return str(iv.get("note") or "n/a")
-    text = str(fmt_number(iv["value"]))
-    if iv.get("low") is not None:
-        text += f" [{fmt_number(iv['low'])}, {fmt_number(iv['high'])}]"
+def _interval(iv: Interval) -> str:
+    if iv.value is None:
+        return iv.note or "n/a"
+    text = str(fmt_number(iv.value))
+    if iv.low is not None:
+        text += f" [{fmt_number(iv.low)}, {fmt_number(iv.high)}]"
     return text
 
 
-def _intervals(ctx: Mapping[str, Any]) -> str:
+def _intervals(view: RunView) -> str:
     rows = []
     figures: list[str] = []
-    for name, scenario, conc, record in _measurements(ctx):
-        block = record.get("intervals")
-        if not isinstance(block, dict):
+    for v, scenario, conc, m in view.measurements():
+        block = m.intervals
+        if block is None:
             continue
-        row = {"variant": name or "run", "scenario": scenario, "concurrency": conc[1:],
-               "interval_from": (f"{block['repeats']} repeats" if block["source"] == "repeats"
+        row = {"variant": v.label, "scenario": scenario, "concurrency": str(conc),
+               "interval_from": (f"{block.repeats} repeats" if block.source == "repeats"
                                  else "requests (one run)")}
-        for figure, iv in (block.get("figures") or {}).items():
+        for figure, iv in block.figures.items():
             figures += [figure] if figure not in figures else []
             row[figure] = _interval(iv)
         rows.append(row)
@@ -72,13 +60,13 @@ def _intervals(ctx: Mapping[str, Any]) -> str:
             + _table(rows, ["variant", "scenario", "concurrency", "interval_from", *figures]))
 
 
-def _significance(ctx: Mapping[str, Any]) -> str:
-    rows = (ctx.get("compare") or {}).get("significance") or []
+def _significance(view: RunView) -> str:
+    rows = view.compare.significance if view.compare else []
     if not rows:
         return ""
-    shown = [{**r, "ratio": r.get("ratio") if r.get("ratio") is not None else r.get("note"),
-              "interval": (f"[{fmt_number(r['low'])}, {fmt_number(r['high'])}]"
-                           if r.get("low") is not None else r.get("note") or "")}
+    shown = [{**r.model_dump(), "ratio": r.ratio if r.ratio is not None else r.note,
+              "interval": (f"[{fmt_number(r.low)}, {fmt_number(r.high)}]"
+                           if r.low is not None else r.note or "")}
              for r in rows]
     return ("<h2 id='significance'>Are the differences real?</h2><p class='muted'>Each "
             "variant's figure over the baseline variant's (the recipe's first), with its "
@@ -87,17 +75,17 @@ def _significance(ctx: Mapping[str, Any]) -> str:
                              "ratio", "interval", "verdict", "interval_from"]))
 
 
-def _schedule(ctx: Mapping[str, Any]) -> str:
+def _schedule(view: RunView) -> str:
     rows = []
-    for name, scenario, conc, r in _measurements(ctx):
-        sched, sent = r.get("median_ttft_from_schedule_ms"), r.get("median_ttft_text_ms")
+    for v, scenario, conc, m in view.measurements():
+        sched, sent = m.median_ttft_from_schedule_ms, m.median_ttft_text_ms
         if sched is None or sent is None or sched - sent < _DIFFERS_MS:
             continue
-        rows.append({"variant": name or "run", "scenario": scenario, "concurrency": conc[1:],
-                     "request_rate": r.get("request_rate"),
+        rows.append({"variant": v.label, "scenario": scenario, "concurrency": str(conc),
+                     "request_rate": m.request_rate,
                      "median_ttft_text_ms": sent, "median_ttft_from_schedule_ms": sched,
-                     "p99_ttft_from_schedule_ms": r.get("p99_ttft_from_schedule_ms"),
-                     "median_client_queue_time_ms": r.get("median_client_queue_time_ms")})
+                     "p99_ttft_from_schedule_ms": m.p99_ttft_from_schedule_ms,
+                     "median_client_queue_time_ms": m.median_client_queue_time_ms})
     if not rows:
         return ""
     return ("<h2 id='schedule-ttft'>TTFT from the schedule</h2><p class='muted'>Where "
@@ -110,17 +98,17 @@ def _schedule(ctx: Mapping[str, Any]) -> str:
                             "p99_ttft_from_schedule_ms", "median_client_queue_time_ms"]))
 
 
-def _conversations(ctx: Mapping[str, Any]) -> str:
+def _conversations(view: RunView) -> str:
     rows = []
-    for name, scenario, conc, r in _measurements(ctx):
-        conv = r.get("conversations")
-        if not isinstance(conv, dict):
+    for v, scenario, conc, m in view.measurements():
+        if m.conversations is None:
             continue
         # over the whole measurement on /metrics (vLLM), where it was sampled
-        server = (r.get("server_metrics") or {}).get("prefix_cache_hit_rate")
-        for t in conv.get("per_turn") or []:
-            rows.append({"variant": name or "run", "scenario": scenario,
-                         "concurrency": conc[1:], **t, "metrics_hit_rate": server})
+        server = m.server_metrics.prefix_cache_hit_rate if m.server_metrics else None
+        for t in m.conversations.per_turn:
+            rows.append({"variant": v.label, "scenario": scenario,
+                         "concurrency": str(conc), **t.model_dump(),
+                         "metrics_hit_rate": server})
     if not rows:
         return ""
     return ("<h2 id='conversations'>Conversations</h2><p class='muted'>Per turn of the "
@@ -132,6 +120,7 @@ def _conversations(ctx: Mapping[str, Any]) -> str:
                             "prefix_cache_hit_rate", "metrics_hit_rate"]))
 
 
-def interval_sections(ctx: Mapping[str, Any]) -> str:
+def interval_sections(view: RunView) -> str:
     """The sections above that the run has something for, in that order."""
-    return "".join([_intervals(ctx), _significance(ctx), _schedule(ctx), _conversations(ctx)])
+    return "".join([_intervals(view), _significance(view), _schedule(view),
+                    _conversations(view)])

@@ -12,19 +12,17 @@ under them passes.
 
 from __future__ import annotations
 
-from typing import Any
-
 from benchlib.accuracy import AccuracyResult, FewShotResult
 from benchlib.measure import MeasureResult
-from benchlib.pipeline.steps._summary import ENERGY_FIGURES
 from benchlib.recipe import Recipe
 from benchlib.references import Reference, recipe_references
-from benchlib.report._context import ALIASES, _with_underscores
+from benchlib.report._context import ALIASES, VARIANT_FACTS, Context, _with_underscores
+from benchlib.runs import ENERGY_FIGURES, Measurement, ReferenceRow
 
 __all__ = ["Anything", "shape_context"]
 
 
-class Anything(dict[str, Any]):
+class Anything(dict[str, object]):
     """Any key or attribute, to any depth: what a free-form part of the context may hold."""
 
     def __getattr__(self, name: str) -> Anything:
@@ -38,33 +36,33 @@ class Anything(dict[str, Any]):
 
 
 def _figures() -> dict[str, float]:
-    keys = [*MeasureResult.model_fields, "per_user_tok_s", "sdk", "server_metrics",
-            "speculative", "kv_cache_usage_peak", "kv_usage_vs_plan", "energy",
+    """A measurement's names: the result's keys (:class:`~benchlib.measure.MeasureResult`),
+    the step's record's (:class:`~benchlib.runs.Measurement`), and what the report adds."""
+    keys = [*MeasureResult.model_fields, *Measurement.model_fields, "per_user_tok_s",
             *ENERGY_FIGURES, *ALIASES]
     return {k: 1.0 for k in keys}
 
 
 def shape_context(recipe: Recipe,
                   references: list[tuple[Reference, dict[str, float]]] | None = None
-                  ) -> dict[str, Any]:
+                  ) -> Context:
     """The context a complete run of ``recipe`` renders against, numbers all 1.0;
     ``references``: the recipe's, when the caller has read them already
     (:func:`~benchlib.references.recipe_references`)."""
-    variants: dict[str, Any] = {}
+    variants: dict[str, object] = {}
     for name, sub in recipe.variant_recipes():
         scenarios = {s.name: {f"c{c}": _figures() for c in s.concurrencies}
                      for s in sub.scenarios if not s.ramp_input_lens}
-        variants[name] = _with_underscores({
+        facts: dict[str, object] = {
             "engine": sub.engine.kind, "speculative": sub.engine.speculative.label,
             "model": sub.model.id, "checkpoint_format": sub.model.format, "startup_s": 1.0,
-            "log_facts": Anything(), "plan_vs_engine": Anything(), **scenarios})
+            "log_facts": Anything(), "plan_vs_engine": Anything()}
+        assert tuple(facts) == VARIANT_FACTS, "the shape of a variant is the context's"
+        variants[name] = _with_underscores({**facts, **scenarios})
     names = list(variants)
     if references is None:
         references = recipe_references(recipe)
-    published = {ref.name: {**dict.fromkeys(("variant", "scenario", "concurrency", "engine",
-                                             "checkpoint", "hardware", "source",
-                                             "published_on", "measured_as", "caveats"), "…"),
-                            **figures}
+    published = {ref.name: {**dict.fromkeys(ReferenceRow.FACTS, "…"), **figures}
                  for ref, figures in references}
     fields = (FewShotResult if recipe.accuracy and recipe.accuracy.task == "few_shot_gsm8k"
               else AccuracyResult).model_fields

@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from benchlib.runs import VariantRow
+
 __all__ = ["EngineRace", "SpecOutcome", "Takeaway", "takeaway"]
 
 
@@ -113,21 +115,23 @@ def _races(ctx: Mapping[str, Any], names: list[str], scenario: str,
     return out
 
 
-def _outcomes(ctx: Mapping[str, Any], rows: list[dict[str, Any]],
+def _outcomes(ctx: Mapping[str, Any], rows: list[VariantRow],
               even_within: float) -> list[SpecOutcome]:
     out = []
     for row in rows:
-        name, scenario, conc = row["variant"], row["scenario"], int(row["concurrency"])
+        if row.scenario is None or row.concurrency is None:
+            continue
+        name, scenario, conc = row.variant, row.scenario, row.concurrency
         if name not in ctx["variants"] or ctx["variants"][name]["speculative"] == "off":
             continue
         record = ((ctx["variants"][name].get(scenario) or {}).get(f"c{conc}") or {})
         spec = record.get("speculative") or {}
-        speedup = _num(row.get("speedup"))
+        speedup = _num(row.speedup)
         verdict: Literal["paid off", "cost", "about even", "not measured"] = (
             "not measured" if speedup is None else "about even"
             if abs(speedup - 1) <= even_within else "paid off" if speedup > 1 else "cost")
         out.append(SpecOutcome(
-            variant=name, baseline=row.get("speedup_over") or None, scenario=scenario,
+            variant=name, baseline=row.speedup_over or None, scenario=scenario,
             concurrency=conc, speedup=speedup, verdict=verdict,
             draft_tokens=spec.get("draft_tokens"), accepted_tokens=spec.get("accepted_tokens"),
             acceptance_rate=spec.get("acceptance_rate"), source=spec.get("source"),
@@ -214,7 +218,8 @@ def takeaway(ctx: Mapping[str, Any], even_within: float = 0.05) -> Takeaway:
     scenarios = {s["name"]: list(s.get("concurrencies") or [1])
                  for s in ctx["recipe"].get("scenarios") or [] if not s.get("ramp_input_lens")}
     races = [r for s, cs in scenarios.items() for r in _races(ctx, names, s, cs)]
-    rows = list((ctx.get("compare") or {}).get("variants") or [])
+    rows = [VariantRow.model_validate(r)
+            for r in (ctx.get("compare") or {}).get("variants") or []]
     outcomes = sorted(_outcomes(ctx, rows, even_within),
                       key=lambda o: (names.index(o.variant), list(scenarios).index(o.scenario)
                                      if o.scenario in scenarios else 0, o.concurrency))

@@ -10,8 +10,8 @@ import re
 import shutil
 from pathlib import Path
 
-from benchlib.pipeline._paths import kit_root
 from benchlib.report import FIGURES, render_report
+from benchlib.runs._paths import kit_root
 from tests._browser import machine_paths, open_report
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "h200_run" / "h200-llamacpp"

@@ -10,8 +10,8 @@ import re
 import tempfile
 from pathlib import Path
 
-from benchlib.pipeline._paths import kit_root
 from benchlib.report import FIGURES, render_report
+from benchlib.runs._paths import kit_root
 from tests._browser import machine_paths, open_report
 from tests.unit.report._run import make_run
 

@@ -59,9 +59,9 @@ def test_a_batch_runs_past_failures_and_indexes_every_run(
     assert read_sidecar(batch / down.run_dir / "02_launch.json").status == "failed"
     assert down.steps["02_launch"] == "failed" and "02_launch" in (down.error or "")
     assert "scenarios" in (bad.error or "") and bad.run_dir is None
-    assert [(h["scenario"], h["concurrency"]) for h in ok.headline] == [("chat", 1),
+    assert [(h.scenario, h.concurrency) for h in ok.headline] == [("chat", 1),
                                                                         ("chat", 2)]
-    assert all(h["median_ttft_ms"] and h["per_user_tok_s"] for h in ok.headline)
+    assert all(h.median_ttft_ms and h.per_user_tok_s for h in ok.headline)
     assert (batch / ok.run_dir / "report.html").is_file()
     page = (batch / "index.html").read_text()
     assert "href='../a-ok/'" in page and "class='failed'" in page and "invalid" in page

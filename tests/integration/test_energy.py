@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from benchlib.energy import open_reader
-from benchlib.pipeline._results import read_results
 from benchlib.pipeline.steps import _energy
 from benchlib.pipeline.steps import measure as _measure
 from benchlib.recipe import Recipe, recipe_from_dict
+from benchlib.runs import STEP_MEASURE
 
 
 def make_recipe(url: str, tiny_model: Path, gpu_count: int | None) -> Recipe:
@@ -37,8 +37,10 @@ def make_recipe(url: str, tiny_model: Path, gpu_count: int | None) -> Recipe:
 def measured(recipe: Recipe, tmp_path: Path, tiny_model: Path) -> tuple[dict[str, Any], Any]:
     done = _measure.measure_scenarios(recipe, run_dir=tmp_path / "run",
                                       model_path=tiny_model)
-    results = read_results(done.folder.results("03_measure"))
-    return results["chat/c2"], done.table
+    results = done.folder.result(STEP_MEASURE)
+    assert results is not None
+    return results.measurements["chat/c2"].model_dump(mode="json", exclude_unset=True), \
+        done.table
 
 
 def test_no_nvml_no_rapl_gives_the_reason_never_zeros(

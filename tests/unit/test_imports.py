@@ -277,7 +277,7 @@ def test_a_planted_upward_import_is_caught() -> None:
     planted = [Edge("benchlib.measure._run", "benchlib.pipeline._runner", 7),
                Edge("benchlib.recipe._schema", "benchlib.engines._flags", 9),
                Edge("benchlib.recipe._schema", "benchlib.scripted._server", 11),
-               Edge("benchlib.pipeline._runner", "benchlib.pipeline._folder", 3),
+               Edge("benchlib.pipeline._runner", "benchlib.pipeline._declare", 3),
                Edge("benchlib.pipeline._runner", "benchlib.measure._run", 4)]
     assert upward(planted) == planted[:3]
 
@@ -286,3 +286,11 @@ def test_no_cycle_with_type_checking_imports() -> None:
     g = Graph(type_checking=True)
     loops = g.cycles({m: _layer(m) for m in g.modules})
     assert not loops, "layer cycles:\n" + "\n".join(map(_describe, loops))
+
+
+def test_the_report_reads_runs_not_the_pipeline() -> None:
+    """The report reads a run folder through benchlib.runs (the folder, the typed results,
+    the summary table), never the pipeline that wrote it — TYPE_CHECKING imports too."""
+    bad = [e for e in Graph(type_checking=True).edges
+           if e.source.startswith("benchlib.report") and e.target.startswith("benchlib.pipeline")]
+    assert not bad, _describe(bad)

@@ -19,7 +19,6 @@ import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from benchlib.adapters import adapter
 from benchlib.energy import (
@@ -31,7 +30,7 @@ from benchlib.energy import (
     choose_gpus,
     open_reader,
 )
-from benchlib.measure import Endpoint
+from benchlib.measure import Endpoint, RunMetrics
 from benchlib.recipe import Recipe
 
 __all__ = ["IDLE_S", "INTERVAL_S", "EnergyRun", "energy_jsonl", "is_local_host",
@@ -66,12 +65,12 @@ def is_local_host(host: str) -> bool:
     return False
 
 
-def scenario_window(result: dict[str, Any]) -> Window | None:
+def scenario_window(result: RunMetrics) -> Window | None:
     """The scenario's own window on the ``perf_counter`` clock of its ``start_times``: its
     ``duration`` (the span ``output_throughput`` divides by), ending where its last request
     ended (first send + ``duration_first_send_ms``); None when no request was sent."""
-    sent = [t for t in result.get("start_times") or [] if t > 0]
-    span_ms, duration = result.get("duration_first_send_ms"), result.get("duration")
+    sent = [t for t in result.start_times if t > 0]
+    span_ms, duration = result.duration_first_send_ms, result.duration
     if not sent or span_ms is None or not duration:
         return None
     end = min(sent) + span_ms / 1000.0
@@ -92,20 +91,20 @@ class EnergyRun:
         if self.sampler is not None:
             self.sampler.stop(None)
 
-    def finish(self, result: dict[str, Any], result_json: Path) -> dict[str, Any]:
-        """Stop reading; the ``energy`` block of the step's results for the measurement whose
-        result JSON object is ``result`` (samples written beside ``result_json``)."""
+    def finish(self, result: RunMetrics, result_json: Path) -> EnergyResult:
+        """Stop reading; the ``energy`` block of the step's results for the measurement
+        ``result`` (samples written beside ``result_json``)."""
         if self.sampler is None:
-            return EnergyResult(source=None, reason=self.reason).model_dump(mode="json")
+            return EnergyResult(source=None, reason=self.reason)
         window = scenario_window(result)
-        got = self.sampler.stop(window, output_tokens=result.get("total_output_tokens"),
-                                requests=result.get("completed"))
+        got = self.sampler.stop(window, output_tokens=result.total_output_tokens,
+                                requests=result.completed)
         flags = list(self.flags)
-        by_tokenizer = (result.get("output_tokens_source") or {}).get("tokenizer") or 0
+        by_tokenizer = result.output_tokens_source.tokenizer
         if by_tokenizer and got.energy_j_per_output_token is not None:
-            flags.append(f"{by_tokenizer} of {result.get('completed')} requests' output tokens "
+            flags.append(f"{by_tokenizer} of {result.completed} requests' output tokens "
                          "were counted with the tokenizer (the server sent no usage)")
-        failed = result.get("failed") or 0
+        failed = result.failed
         if failed and got.energy_j is not None:
             flags.append(f"{failed} request(s) failed: their energy is in energy_j, their "
                          "tokens are not in the per-token figure, nor they in the per-request "
@@ -118,7 +117,7 @@ class EnergyRun:
             flags.append(f"the samples were not written: {exc}")
             written = None
         return got.model_copy(update={"flags": [*got.flags, *flags],
-                                      "samples_file": written}).model_dump(mode="json")
+                                      "samples_file": written})
 
 
 def _want(recipe: Recipe) -> Want:

@@ -33,11 +33,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
-
 from benchlib._exceptions import BenchlibError
 from benchlib.adapters import ADAPTERS, adapter
 from benchlib.recipe import Recipe, Scenario
+from benchlib.runs import FLAG_PCT, EngineVsPlan, KvVsPlan, PlanFigure
 
 if TYPE_CHECKING:
     from benchlib.memory import Plan
@@ -45,8 +44,6 @@ if TYPE_CHECKING:
 __all__ = ["FLAG_PCT", "EngineVsPlan", "PlanFigure", "compare_engine_to_plan",
            "flagged_lines", "kv_usage_expected"]
 
-#: a difference above this (percent of the plan's figure) is flagged
-FLAG_PCT = 2.0
 _GIB = 1024**3
 #: llama.cpp's --cache-type-k values the plan's KV dtypes can size
 _LLAMACPP_KV = {"f16": "fp16", "bf16": "bf16"}
@@ -93,38 +90,6 @@ _UNITS = {"weights_gib": "GiB", "draft_weights_gib": "GiB", "draft_kv_cache_gib"
           "activation_peak_gib": "GiB", "non_torch_gib": "GiB",
           "cuda_graph_estimate_gib": "GiB"}
 
-
-class PlanFigure(BaseModel):
-    """One figure the plan predicts, beside what the running engine reports."""
-
-    figure: str = Field(description="weights_gib, kv_budget_gib, kv_cache_gib, "
-                                    "kv_cache_tokens, kv_blocks, draft_weights_gib or "
-                                    "draft_kv_cache_gib (per GPU)")
-    unit: str = Field(description="GiB, tokens or blocks")
-    plan: int | float | None = Field(description="what the plan predicts for this engine's "
-                                                 "settings")
-    engine: int | float | None = Field(description="what the engine reports; None: it did "
-                                                   "not say")
-    source: str = Field(description="where the engine's figure comes from: its log line or "
-                                    "/metrics name")
-    diff_pct: float | None = Field(description="(engine − plan) / plan × 100")
-    flagged: bool = Field(description=f"|diff_pct| > {FLAG_PCT:g} %")
-    advice: str = Field("", description="what differs and what to do, when flagged")
-
-
-class EngineVsPlan(BaseModel):
-    """The plan against the live engine (02_launch)."""
-
-    settings: dict[str, Any] = Field(
-        default_factory=dict, description="what the plan was computed for: the variant's "
-        "model file and the engine's own settings (max_model_len, KV dtype, block size, "
-        "budget, slots)")
-    rows: list[PlanFigure] = Field(default_factory=list, description="one per figure")
-    skipped: str | None = Field(None, description="why there is no comparison")
-
-    def row(self, figure: str) -> PlanFigure | None:
-        """The row of ``figure``, if compared."""
-        return next((r for r in self.rows if r.figure == figure), None)
 
 
 def _number(value: Any) -> float | None:
@@ -340,25 +305,23 @@ def flagged_lines(result: EngineVsPlan) -> list[str]:
             f"{r.advice}" for r in result.rows if r.flagged and r.diff_pct is not None]
 
 
-def kv_usage_expected(launch: Mapping[str, Any], s: Scenario, concurrency: int,
-                      ) -> dict[str, Any] | None:
+def kv_usage_expected(vs: EngineVsPlan, s: Scenario, concurrency: int) -> KvVsPlan | None:
     """What the plan expects a scenario to fill of the KV cache at its peak: ``concurrency``
     requests of input + output tokens (vLLM: whole blocks each) over the plan's capacity;
     ``capacity_flagged``: the engine's capacity itself differs from the plan's. None without
-    a plan for the engine (``launch``: 02_launch's results)."""
-    vs = launch.get("plan_vs_engine") or {}
-    rows = {r.get("figure"): r for r in vs.get("rows") or []}
-    tokens = rows.get("kv_cache_tokens") or {}
-    capacity = _number(tokens.get("plan"))
+    a plan for the engine (``vs``: 02_launch's plan against the engine); ``peak`` left for
+    the caller (the engine's /metrics)."""
+    tokens, blocks = vs.row("kv_cache_tokens"), vs.row("kv_blocks")
+    capacity = _number(tokens.plan) if tokens else None
     if not capacity:
         return None
     per_request = max([s.input_len, *s.ramp_input_lens]) + s.output_len
-    blocks = rows.get("kv_blocks") or {}
-    block = int((vs.get("settings") or {}).get("block_size") or 1)
-    if _number(blocks.get("plan")):  # vLLM: requests hold whole blocks
-        expected = concurrency * math.ceil(per_request / block) / float(blocks["plan"])
+    block = int(_number(vs.settings.get("block_size")) or 1)
+    planned_blocks = _number(blocks.plan) if blocks else None
+    if planned_blocks:  # vLLM: requests hold whole blocks
+        expected = concurrency * math.ceil(per_request / block) / planned_blocks
     else:
         expected = concurrency * per_request / capacity
-    return {"expected": round(min(expected, 1.0), 6), "capacity_tokens": int(capacity),
-            "tokens_per_request": per_request,
-            "capacity_flagged": any(bool(r.get("flagged")) for r in (tokens, blocks))}
+    return KvVsPlan(expected=round(min(expected, 1.0), 6), capacity_tokens=int(capacity),
+                    tokens_per_request=per_request,
+                    capacity_flagged=any(r.flagged for r in (tokens, blocks) if r))

@@ -5,13 +5,19 @@ rate, the engine's start-up time and per-request token means."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._results import read_results
-from benchlib.pipeline.steps._summary import measurements
+from benchlib.accuracy import FewShotResult
 from benchlib.recipe import Recipe
 from benchlib.references import MeasuredKey, recipe_references, reference_table
+from benchlib.runs import (
+    STEP_LAUNCH,
+    STEP_MEASURE,
+    MeasureStep,
+    RunFolder,
+    figures,
+    measurements,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -19,8 +25,12 @@ if TYPE_CHECKING:
 __all__ = ["measured_figures", "references_table"]
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _per_request(total: int | None, completed: int) -> float | None:
+    return (total or 0) / completed if completed else None
 
 
 def measured_figures(recipe: Recipe, run_dir: str | Path
@@ -33,33 +43,29 @@ def measured_figures(recipe: Recipe, run_dir: str | Path
     out: dict[MeasuredKey, dict[str, float | None]] = {}
     for name, _ in recipe.variant_recipes():
         folder = run.variant(name)
-        startup = read_results(folder.results("02_launch")).get("startup_s")
-        for scenario, concurrency, result in measurements(
-                read_results(folder.results("03_measure"))):
-            figures: dict[str, float | None] = {k: float(v) for k, v in result.items()
-                                                if _number(v)}
-            completed = result.get("completed") or 0
-            figures.update({
-                "per_user_tok_s": result["per_user_tok_s"],
-                "startup_s": startup if _number(startup) else None,
-                "mean_input_tokens": (result.get("total_input_tokens") or 0) / completed
-                if completed else None,
-                "mean_output_tokens": (result.get("total_output_tokens") or 0) / completed
-                if completed else None})
-            out[(name, scenario, concurrency)] = figures
-        measured = read_results(folder.results("03_measure"))
-        for key, record in measured.items():
-            if key.endswith("/ramp") and isinstance(record, dict):
-                out[(name, key.rsplit("/", 1)[0], 1)] = {
-                    "max_completed_input_len": record.get("max_completed_input_len"),
-                    "failed_at_input_len": record.get("failed_at_input_len"),
-                    "startup_s": startup if _number(startup) else None}
-        few = measured.get("accuracy/few_shot_gsm8k")
-        if isinstance(few, dict) and few.get("n"):
-            out[(name, "", 0)] = {"gsm8k_accuracy": few.get("accuracy"),
-                                  "gsm8k_invalid": few.get("invalid"),
-                                  "gsm8k_latency_s": few.get("latency_s"),
-                                  "gsm8k_output_throughput": few.get("output_throughput")}
+        launch = folder.result(STEP_LAUNCH)
+        startup = launch.startup_s if launch else None
+        measured = folder.result(STEP_MEASURE) or MeasureStep()
+        for scenario, concurrency, m in measurements(measured):
+            # every numeric figure a reference may name (the result keys, energy's too)
+            numbers: dict[str, float | None] = {
+                k: float(v) for k, v in figures(m).items()
+                if _number(v) and isinstance(v, int | float)}
+            numbers.update({
+                "per_user_tok_s": m.per_user_tok_s, "startup_s": startup,
+                "mean_input_tokens": _per_request(m.total_input_tokens, m.completed),
+                "mean_output_tokens": _per_request(m.total_output_tokens, m.completed)})
+            out[(name, scenario, concurrency)] = numbers
+        for scenario, ramp in measured.ramps.items():
+            out[(name, scenario, 1)] = {
+                "max_completed_input_len": ramp.max_completed_input_len,
+                "failed_at_input_len": ramp.failed_at_input_len, "startup_s": startup}
+        few = measured.accuracy.get("few_shot_gsm8k")
+        if isinstance(few, FewShotResult) and few.n:
+            out[(name, "", 0)] = {"gsm8k_accuracy": few.accuracy,
+                                  "gsm8k_invalid": few.invalid,
+                                  "gsm8k_latency_s": few.latency_s,
+                                  "gsm8k_output_throughput": few.output_throughput}
     return out
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from benchlib.adapters import adapter
 from benchlib.measure import (
@@ -23,6 +22,7 @@ from benchlib.measure import (
 )
 from benchlib.pipeline._standalone import url_context
 from benchlib.recipe import Recipe, Scenario
+from benchlib.runs import ServerSide, SpeculativeSide
 
 __all__ = ["sampler_for", "server_json", "server_side"]
 
@@ -58,23 +58,24 @@ def _every_repeat(result_json: Path) -> list[RequestRecord]:
 
 
 def server_side(recipe: Recipe, s: Scenario, result_json: Path, metrics: ServerMetrics,
-                concurrency: int) -> dict[str, Any]:
-    """Write the whole record beside the result; return what the step's results keep."""
+                concurrency: int) -> tuple[ServerSide, SpeculativeSide | None]:
+    """Write the whole record beside the result; return what the step's results keep: the
+    summary of ``/metrics``, and a speculating engine's acceptance (None when it does not
+    speculate)."""
     path = server_json(result_json)
     path.write_text(metrics.model_dump_json(indent=1) + "\n", encoding="utf-8")
     c = metrics.counters
     hits = (c.prefix_cache_hits / c.prefix_cache_queries
             if c.prefix_cache_hits is not None and c.prefix_cache_queries else None)
-    out: dict[str, Any] = {"server_metrics": {
-        "file": path.name, "scrapes": metrics.scrapes,
-        "failed_scrapes": metrics.failed_scrapes, "missing": metrics.missing,
-        "kv_cache_usage_peak": _peak(metrics, "kv_cache_usage"),
-        "requests_running_peak": _peak(metrics, "requests_running"),
-        "requests_waiting_peak": _peak(metrics, "requests_waiting"),
-        "preemptions": c.preemptions, "prefix_cache_hit_rate": hits,
-        "generation_tokens": c.generation_tokens, "engine_steps": c.engine_steps}}
+    out = ServerSide(
+        file=path.name, scrapes=metrics.scrapes, failed_scrapes=metrics.failed_scrapes,
+        missing=metrics.missing, kv_cache_usage_peak=_peak(metrics, "kv_cache_usage"),
+        requests_running_peak=_peak(metrics, "requests_running"),
+        requests_waiting_peak=_peak(metrics, "requests_waiting"),
+        preemptions=c.preemptions, prefix_cache_hit_rate=hits,
+        generation_tokens=c.generation_tokens, engine_steps=c.engine_steps)
     if not recipe.engine.speculative.on:
-        return out
+        return out, None
     records = _every_repeat(result_json)
     report = spec_decode_report(
         metrics, ClientStreams.from_records(records, s.endpoint), max_concurrency=concurrency,
@@ -82,19 +83,18 @@ def server_side(recipe: Recipe, s: Scenario, result_json: Path, metrics: ServerM
         server_timings=[r.server_timings for r in records])
     server = report.server or report.timings
     rec = report.reconciliation
-    out["speculative"] = {
-        "method": recipe.engine.speculative.label,
-        "source": server.source if server else None,
-        "acceptance_rate": server.acceptance_rate if server else None,
-        "mean_acceptance_length": server.mean_acceptance_length if server else None,
-        "per_position_acceptance": server.per_position_acceptance if server else None,
-        "draft_tokens": server.draft_tokens if server else None,
-        "accepted_tokens": server.accepted_tokens if server else None,
-        "client_tokens_per_chunk": report.client.tokens_per_chunk,
-        "client_accepted_tokens": report.client.accepted_tokens,
-        "reconciled": rec.reconciled, "why_not": rec.why_not,
-        "accepted_rel_diff": rec.accepted_rel_diff, "output_rel_diff": rec.output_rel_diff,
-        "truncation_allowance": rec.truncation_allowance,
-        "residual_within_allowance": rec.residual_within_allowance,
-        "timings_rel_diff": report.timings_rel_diff}
-    return out
+    return out, SpeculativeSide(
+        method=recipe.engine.speculative.label,
+        source=server.source if server else None,
+        acceptance_rate=server.acceptance_rate if server else None,
+        mean_acceptance_length=server.mean_acceptance_length if server else None,
+        per_position_acceptance=server.per_position_acceptance if server else None,
+        draft_tokens=server.draft_tokens if server else None,
+        accepted_tokens=server.accepted_tokens if server else None,
+        client_tokens_per_chunk=report.client.tokens_per_chunk,
+        client_accepted_tokens=report.client.accepted_tokens,
+        reconciled=rec.reconciled, why_not=rec.why_not,
+        accepted_rel_diff=rec.accepted_rel_diff, output_rel_diff=rec.output_rel_diff,
+        truncation_allowance=rec.truncation_allowance,
+        residual_within_allowance=rec.residual_within_allowance,
+        timings_rel_diff=report.timings_rel_diff)

@@ -8,14 +8,13 @@ fewer than 100 requests is shown as too few, not as a number."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from benchlib.measure import read_requests, requests_path
 from benchlib.measure._intervals import FIGURES, RatioInterval, Repeat, ratio_interval
 from benchlib.measure._seeds import bootstrap_seed, derive
-from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._results import read_results
 from benchlib.recipe import Recipe
+from benchlib.runs import STEP_MEASURE, Measurement, MeasureStep, RunFolder
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -29,15 +28,14 @@ SIGNIFICANCE_COLUMNS = ["variant", "baseline", "scenario", "concurrency", "figur
 _SPEEDUP_FIGURE = "median_tpot_text_ms"
 
 
-def load_repeats(record: dict[str, Any], folder: Path) -> list[Repeat]:
+def load_repeats(record: Measurement, folder: Path) -> list[Repeat]:
     """A measurement's repeats (its result JSON's and each later repeat's records), from a
-    03_measure results record whose paths are relative to ``folder`` (the variant's run
+    03_measure measurement whose paths are relative to ``folder`` (the variant's run
     folder) or absolute; empty when its files are gone."""
-    first = folder / str(record.get("result_json") or "")
-    names = [r.get("result_json") for r in record.get("repeats") or []][1:]
-    paths = [first, *(first.with_name(str(n)) for n in names if n)]
-    throughputs = [record.get("output_throughput"),
-                   *(r.get("output_throughput") for r in (record.get("repeats") or [])[1:])]
+    first = folder / record.result_json
+    later = (record.repeats or [])[1:]
+    paths = [first, *(first.with_name(r.result_json) for r in later if r.result_json)]
+    throughputs = [record.output_throughput, *(r.output_throughput for r in later)]
     out = []
     for path, tput in zip(paths, throughputs, strict=False):
         jsonl = requests_path(path)
@@ -59,13 +57,17 @@ def _source(mine: list[Repeat], theirs: list[Repeat]) -> str:
             else "requests (one repeat: this run's request-to-request spread only)")
 
 
-def _measured(recipe: Recipe, run_dir: str | Path
-              ) -> dict[str, tuple[Path, dict[str, Any]]]:
-    """Per variant: its folder and its 03_measure results."""
+def _measured(recipe: Recipe, run_dir: str | Path) -> dict[str, tuple[Path, MeasureStep]]:
+    """Per variant: its folder and its 03_measure results (empty where none were saved)."""
     run = RunFolder(path=Path(run_dir))
     return {v.name: (run.variant(v.name).path,
-                     read_results(run.variant(v.name).results("03_measure")))
+                     run.variant(v.name).result(STEP_MEASURE) or MeasureStep())
             for v in recipe.variants}
+
+
+def _seed(record: Measurement) -> int:
+    """The bootstrap's seed, from the measurement's own."""
+    return bootstrap_seed(record.benchlib.seed if record.benchlib else 0)
 
 
 def significance_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame | None:
@@ -78,25 +80,24 @@ def significance_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame | No
         return None
     measured = _measured(recipe, run_dir)
     base = recipe.variants[0].name
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []  # the table's rows
     base_folder, base_results = measured[base]
     for variant in recipe.variants[1:]:
         folder, results = measured[variant.name]
-        for key, record in results.items():
-            theirs_record = base_results.get(key)
-            if "/c" not in key or not isinstance(record, dict) \
-                    or not isinstance(theirs_record, dict):
+        for key, record in results.measurements.items():
+            theirs_record = base_results.measurements.get(key)
+            if theirs_record is None:
                 continue
             mine = load_repeats(record, folder)
             theirs = load_repeats(theirs_record, base_folder)
             if not mine or not theirs:
                 continue
-            seed = bootstrap_seed(int((record.get("benchlib") or {}).get("seed") or 0))
+            seed = _seed(record)
             for k, figure in enumerate(FIGURES):
                 r = ratio_interval(mine, theirs, figure, derive(seed, "ratio", k))
                 rows.append({"variant": variant.name, "baseline": base,
-                             "scenario": record.get("scenario"),
-                             "concurrency": record.get("concurrency"), "figure": figure,
+                             "scenario": record.scenario,
+                             "concurrency": record.concurrency, "figure": figure,
                              "ratio": r.ratio, "low": r.low, "high": r.high,
                              "verdict": verdict(r), "interval_from": _source(mine, theirs),
                              "note": r.note})
@@ -115,18 +116,18 @@ def add_speedup_intervals(table: pd.DataFrame, recipe: Recipe, run_dir: str | Pa
         base = row["speedup_over"]
         if not isinstance(base, str):
             continue
-        key = f"{row['scenario']}/c{row['concurrency']}"
+        key = MeasureStep.key(str(row["scenario"]), int(row["concurrency"]))
         if str(row["variant"]) not in measured or base not in measured:
             continue
         (folder, results), (base_folder, base_results) = measured[str(row["variant"])], \
             measured[base]
-        mine_rec, base_rec = results.get(key), base_results.get(key)
-        if not isinstance(mine_rec, dict) or not isinstance(base_rec, dict):
+        mine_rec, base_rec = results.measurements.get(key), base_results.measurements.get(key)
+        if mine_rec is None or base_rec is None:
             continue
         mine, theirs = load_repeats(mine_rec, folder), load_repeats(base_rec, base_folder)
         if not mine or not theirs:
             continue
-        seed = bootstrap_seed(int((mine_rec.get("benchlib") or {}).get("seed") or 0))
+        seed = _seed(mine_rec)
         # speed is 1 / time: the speedup is the baseline's TPOT over mine
         r = ratio_interval(mine, theirs, _SPEEDUP_FIGURE, derive(seed, "speedup"), invert=True)
         table.at[i, "speedup_low"] = r.low

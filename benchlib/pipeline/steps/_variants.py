@@ -11,10 +11,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlib.pipeline._chart import Chart
-from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._results import read_results
-from benchlib.pipeline.steps._summary import summary_table
 from benchlib.recipe import Recipe, assumption_caveats, caveats
+from benchlib.runs import (
+    STEP_LAUNCH,
+    STEP_MEASURE,
+    STEP_PLAN,
+    MeasureStep,
+    PlanResult,
+    RunFolder,
+    summary_table,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,11 +72,6 @@ def timing_caveats(row: Any) -> list[str]:
     return notes
 
 
-def _server_spec(record: dict[str, Any]) -> dict[str, Any]:
-    spec = record.get("speculative")
-    return spec if isinstance(spec, dict) else {}
-
-
 def weights_caveat(recipe: Recipe) -> str:
     """What a variant's weights make of its numbers, when they are not a real model's."""
     return {"dummy": "dummy weights (made by the engine from config.json): memory and "
@@ -80,11 +81,11 @@ def weights_caveat(recipe: Recipe) -> str:
             }.get(recipe.model.weights, "")
 
 
-def _planned(plan: dict[str, Any]) -> tuple[Any, Any]:
+def _planned(plan: PlanResult | None) -> tuple[int | None, float | None]:
     """00_plan's predicted KV capacity (tokens) and max concurrency, where it planned."""
-    numbers = plan.get("plan") or {}
-    return (numbers.get("kv_cache_tokens"),
-            numbers.get("max_concurrency"))
+    numbers = plan.plan if plan else None
+    return ((numbers.kv_cache_tokens, numbers.max_concurrency) if numbers
+            else (None, None))
 
 
 def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
@@ -96,29 +97,29 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
     pairs = recipe.variant_recipes()
     notes = caveats(pairs, recipe.compare.differences)
     by_name = dict(pairs)
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []  # the table's rows
     timing: list[str] = []  # per row: its timing caveats alone (a missing speedup's reason)
     for name, variant in pairs:
         folder = run.variant(name)
-        launch = read_results(folder.results("02_launch"))
-        kv_tokens, max_conc = _planned(read_results(folder.results("00_plan")))
-        measured = read_results(folder.results("03_measure"))
+        launch = folder.result(STEP_LAUNCH)
+        kv_tokens, max_conc = _planned(folder.result(STEP_PLAN))
+        measured = folder.result(STEP_MEASURE) or MeasureStep()
         table = summary_table(measured)
         for _, row in table.iterrows():
-            record = measured.get(f"{row['scenario']}/c{row['concurrency']}", {})
-            spec = _server_spec(record)
+            record = measured.measurement(str(row["scenario"]), int(row["concurrency"]))
+            spec = record.speculative if record else None
             timing.append("; ".join(timing_caveats(row)))
             synthetic = (["synthetic: benchlib's scripted server answered (canned timings, "
-                          "no engine)"] if record.get("synthetic") else [])
+                          "no engine)"] if record and record.synthetic else [])
             rows.append({
                 **{k: row.get(k) for k in VARIANT_COLUMNS if k in table.columns},
                 "variant": name, "engine": f"{variant.engine.kind} "
                                            f"{variant.engine.version or ''}".strip(),
                 "speculative": variant.engine.speculative.label,
-                "startup_s": launch.get("startup_s"),
-                "server_acceptance_rate": spec.get("acceptance_rate"),
-                "server_mean_acceptance_length": spec.get("mean_acceptance_length"),
-                "spec_reconciled": spec.get("reconciled"),
+                "startup_s": launch.startup_s if launch else None,
+                "server_acceptance_rate": spec.acceptance_rate if spec else None,
+                "server_mean_acceptance_length": spec.mean_acceptance_length if spec else None,
+                "spec_reconciled": spec.reconciled if spec else None,
                 "planned_kv_tokens": kv_tokens, "planned_max_concurrency": max_conc,
                 "speedup_over": _baseline(by_name, name),
                 "caveats": "; ".join(filter(None, [

@@ -11,53 +11,40 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
+from pydantic import JsonValue
 
 from benchlib._exceptions import UsageError
 from benchlib.pipeline._chart import Chart
 from benchlib.pipeline._declare import Param, Step, StepInputs
-from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._results import read_results, save_results, synthetic_results
+from benchlib.pipeline._sidecar import Params
 from benchlib.pipeline._standalone import outputs, results_file, scratch_outputs, step_folder
-from benchlib.pipeline.steps import measure
 from benchlib.pipeline.steps._references import references_table
 from benchlib.pipeline.steps._significance import add_speedup_intervals, significance_table
-from benchlib.pipeline.steps._summary import summary_table
 from benchlib.pipeline.steps._variants import variants_figure, variants_table
 from benchlib.provenance import compare_provenance
 from benchlib.recipe import Recipe
+from benchlib.runs import (
+    STEP_COMPARE,
+    STEP_MEASURE,
+    CompareResult,
+    MeasureStep,
+    ReferenceRow,
+    RunFolder,
+    SignificanceRow,
+    SweepRow,
+    VariantRow,
+    save_results,
+    summary_table,
+)
 from benchlib.sweep import run_sweeps, sweep_figure, sweep_row
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["STEP", "CompareResult", "Compared", "compare", "compare_runs"]
+__all__ = ["STEP", "Compared", "compare", "compare_runs"]
 
-
-class CompareResult(BaseModel):
-    """04_compare's results."""
-
-    runs: list[str] = Field(description="the run folders compared, this run first")
-    provenance_differences: list[str] = Field(description="the provenance facts that differ")
-    variants: list[dict[str, Any]] = Field(
-        default_factory=list, description="a comparison run's variants side by side: one "
-        "row per variant × scenario × concurrency (steps._variants.VARIANT_COLUMNS)")
-    references: list[dict[str, Any]] = Field(
-        default_factory=list, description="published figures beside the run's: one row per "
-        "figure (benchlib.references.REFERENCE_COLUMNS)")
-    significance: list[dict[str, Any]] = Field(
-        default_factory=list, description="each variant's headline figures over the first "
-        "variant's, with bootstrap 95 % intervals and a verdict (significant only when the "
-        "interval excludes 1): one row per variant × scenario × concurrency × figure "
-        "(steps._significance.SIGNIFICANCE_COLUMNS)")
-    sweeps: list[dict[str, Any]] = Field(
-        default_factory=list, description="the run folder's SLO searches (RUN/sweep/…): one "
-        "row per search, its knee and what failed one step past it (benchlib.sweep.sweep_row)")
-    synthetic_runs: list[str] = Field(
-        default_factory=list, description="the compared runs measured on benchlib's scripted "
-        "server (canned timings, no engine): shown apart, labelled '(synthetic)'")
 
 
 @dataclass(frozen=True)
@@ -74,25 +61,28 @@ class Compared:
     significance: pd.DataFrame | None = None
 
 
-def _measured(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def _measured(run: Path) -> tuple[MeasureStep, dict[str, JsonValue]]:
     """A run's measure results and provenance: from its measure sidecar, else (a notebook's
     own run folder) from its results file, with no provenance but whether it is synthetic
     (read from the results: a scripted server marks every answer)."""
     folder = RunFolder(path=run)
-    sidecar = folder.sidecar(measure.STEP.name)
+    sidecar = folder.sidecar(STEP_MEASURE)
+    prov: dict[str, JsonValue] = {}
     if sidecar.is_file():
         data = json.loads(sidecar.read_text(encoding="utf-8"))
-        results, prov = data.get("results", {}), data.get("provenance", {})
+        results = MeasureStep.model_validate(data.get("results") or {})
+        prov = data.get("provenance") or {}  # a JSON boundary: compare_provenance reads JSON
     else:
-        results, prov = read_results(folder.results(measure.STEP.name)), {}
-        if not results:
+        results = folder.result(STEP_MEASURE) or MeasureStep()
+        if not results.measurements and not results.ramps and not results.accuracy:
             raise UsageError("compare.runs", f"{run} has no {sidecar.name} sidecar")
     if prov.get("synthetic") is None:
-        prov = {**prov, "synthetic": synthetic_results(results)}
+        prov = {**prov, "synthetic": results.synthetic}
     return results, prov
 
 
-def _records(table: pd.DataFrame | None) -> list[dict[str, Any]]:
+def _records(table: pd.DataFrame | None) -> list[JsonValue]:
+    """A table's rows as JSON (the result models validate them)."""
     return [] if table is None else list(json.loads(table.to_json(orient="records")))
 
 
@@ -107,7 +97,7 @@ def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = "",
     import pandas as pd
 
     tables = []
-    provenance: dict[str, dict[str, Any]] = {}
+    provenance: dict[str, dict[str, JsonValue]] = {}
     synthetic: list[str] = []
     for run in run_dirs:
         results, prov = _measured(Path(run))
@@ -127,21 +117,20 @@ def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = "",
         print(f"SYNTHETIC: {len(synthetic)} of {len(run_dirs)} compared runs were answered by "
               "benchlib's scripted server (canned timings, no engine), labelled "
               "'(synthetic)': their figures test the kit, they measure no engine", flush=True)
-    save_results(results_path, CompareResult(runs=[str(r) for r in run_dirs],
-                                             synthetic_runs=synthetic,
-                                             provenance_differences=differences,
-                                             variants=_records(variants),
-                                             references=_records(references),
-                                             sweeps=_records(sweeps),
-                                             significance=_records(significance)))
+    save_results(results_path, CompareResult(
+        runs=[str(r) for r in run_dirs], synthetic_runs=synthetic,
+        provenance_differences=differences,
+        variants=[VariantRow.model_validate(r) for r in _records(variants)],
+        references=[ReferenceRow.model_validate(r) for r in _records(references)],
+        sweeps=[SweepRow.model_validate(r) for r in _records(sweeps)],
+        significance=[SignificanceRow.model_validate(r) for r in _records(significance)]))
     return table, prov_table
 
 
 def _has_measurements(run: Path) -> bool:
     """Whether a run folder measured anything (a start-only run did not)."""
     folder = RunFolder(path=run)
-    return (folder.sidecar(measure.STEP.name).is_file()
-            or folder.results(measure.STEP.name).is_file())
+    return folder.sidecar(STEP_MEASURE).is_file() or folder.results(STEP_MEASURE).is_file()
 
 
 def _runs_of(recipe: Recipe) -> list[Path]:
@@ -181,7 +170,7 @@ def compare(recipe: Recipe, *, run_dir: str | Path = "", other_runs: Sequence[st
             if table is not None else None
         runs = [RunFolder(path=Path(run_dir)).variant(v.name).path for v in recipe.variants
                 if str(run_dir)]
-        runs = [r for r in runs if RunFolder(path=r).results(measure.STEP.name).is_file()]
+        runs = [r for r in runs if RunFolder(path=r).results(STEP_MEASURE).is_file()]
         runs += [Path(r) for r in other_runs]
         folder = step_folder(run_dir, recipe, scratch=False)
         refs = references_table(recipe, run_dir)
@@ -208,12 +197,12 @@ def compare(recipe: Recipe, *, run_dir: str | Path = "", other_runs: Sequence[st
                     sweep_figure=curves)
 
 
-def _bind(inputs: StepInputs) -> dict[str, Any]:
+def _bind(inputs: StepInputs) -> Params:
     return {"other_runs": [str(r) for r in inputs.recipe.compare.runs]}
 
 
 STEP = Step[CompareResult](
-    name="04_compare", title="04 · Compare",
+    name=STEP_COMPARE.name, title="04 · Compare",
     about="This run beside the recipe's `compare.runs`, and every provenance difference "
           "flagged (`differs`); a recipe with variants sets them side by side (startup, TTFT, "
           "TPOT, tokens per chunk against the server's acceptance, speedup over no "

@@ -15,41 +15,21 @@ import shutil
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
-
 from benchlib._exceptions import BenchlibError, UsageError
 from benchlib._secrets import env_secret
 from benchlib.pipeline._declare import RunFacts, Step
-from benchlib.pipeline._results import save_results
 from benchlib.pipeline._standalone import results_file, step_folder
 from benchlib.provenance import (
-    FilesHash,
     ModelFiles,
-    ModelOrigin,
     gguf_shards,
     hash_model_folder,
     read_model_origin,
 )
 from benchlib.recipe import Recipe
+from benchlib.runs import STEP_DOWNLOAD, DownloadResult, save_results
 
-__all__ = ["STEP", "DownloadResult", "download_model"]
+__all__ = ["STEP", "download_model"]
 
-
-class DownloadResult(BaseModel):
-    """01_download's results."""
-
-    source: Literal["local", "hub"] = Field(description="a local folder, or the hub")
-    model_path: str = Field(description="the model folder (GGUF: the file) launch and "
-                                        "measure use")
-    revision: str | None = Field(description="the recipe's pin")
-    resolved_revision: str | None = Field(description="the commit the hub resolved it to")
-    files_hash: FilesHash = Field(description="content hash of the folder (GGUF: the file "
-                                              "and its shards)")
-    draft_model: str | None = Field(None, description="the speculative draft model, if any")
-    draft_files_hash: FilesHash | None = Field(None, description="its content hash")
-    origin: ModelOrigin | None = Field(
-        None, description="a local model prepared by benchlib real-model: the PyPI package, "
-                          "version and wheel sha256 it came from (its PROVENANCE.json)")
 
 
 _GGUF_MAGIC = b"GGUF"
@@ -146,7 +126,7 @@ def _apply(result: DownloadResult, facts: RunFacts) -> RunFacts:
 
 
 STEP = Step[DownloadResult](
-    name="01_download", title="01 · Download",
+    name=STEP_DOWNLOAD.name, title="01 · Download",
     about="The pinned snapshot from the hub (disk space checked first), or the local "
           "folder verified; the resolved commit and a content hash are recorded.",
     result=DownloadResult,

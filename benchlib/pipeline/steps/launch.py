@@ -10,55 +10,30 @@ difference above 2 % flagged (:mod:`._engine_vs_plan`). A notebook run on its ow
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel, Field
+from typing import TYPE_CHECKING
 
 from benchlib._secrets import env_secret
 from benchlib.adapters import adapter
-from benchlib.checks import CheckResult, read_chat_template, run_checks
+from benchlib.checks import read_chat_template, run_checks
 from benchlib.engines import EngineError, first_token, parse_engine_log
 from benchlib.pipeline._declare import Param, RunFacts, Step, StepInputs
-from benchlib.pipeline._fairness import Probe, probe_engine, tokenizer_dir
-from benchlib.pipeline._results import save_results
+from benchlib.pipeline._fairness import probe_engine, tokenizer_dir
+from benchlib.pipeline._sidecar import Params
 from benchlib.pipeline._standalone import endpoint, results_file, step_folder, url_context
 from benchlib.pipeline.steps._cache_config import scrape_cache_config
-from benchlib.pipeline.steps._engine_vs_plan import (
-    EngineVsPlan,
-    compare_engine_to_plan,
-    flagged_lines,
-)
+from benchlib.pipeline.steps._engine_vs_plan import compare_engine_to_plan, flagged_lines
 from benchlib.recipe import Recipe
+from benchlib.runs import STEP_LAUNCH, LaunchResult, save_results
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["BASE_URL", "STEP", "LaunchResult", "launch_summary", "plan_vs_engine_table"]
+__all__ = ["BASE_URL", "STEP", "launch_summary", "plan_vs_engine_table"]
 
 BASE_URL = Param(name="base_url", type="str", default="",
                  help="the engine's URL; '': the recipe's endpoint, else a scripted server "
                       "started for this step")
 
-
-class LaunchResult(BaseModel):
-    """02_launch's results."""
-
-    kind: str = Field(description="engine kind")
-    base_url: str = Field(description="where it answered")
-    command: str = Field(description="the command line, secrets redacted ('': not started "
-                                     "by the runner)")
-    startup_s: float | None = Field(description="seconds from start to ready")
-    engine_log: str = Field(description="the engine's log in the run folder")
-    log_facts: dict[str, Any] = Field(description="what the log says (version, KV cache, …)")
-    probe: list[Probe] = Field(default_factory=list, description="the fair-A/B probe: how "
-                               "the engine counts a prompt, honours max_tokens, streams usage")
-    checks: list[CheckResult] = Field(
-        default_factory=list, description="functional checks through the openai SDK (the "
-        "recipe's checks): chat, thinking off and on, the tool-call round trip")
-    plan_vs_engine: EngineVsPlan = Field(
-        default_factory=EngineVsPlan, description="the memory plan for this engine's "
-        "settings beside what the engine reports (weights, KV budget, KV tokens and blocks: "
-        "log lines and /metrics), a difference above 2 % flagged")
 
 
 def launch_summary(recipe: Recipe, *, base_url: str = "", engine_log: str = "",
@@ -131,7 +106,7 @@ def plan_vs_engine_table(launch: LaunchResult) -> pd.DataFrame | str:
     return pd.DataFrame([r.model_dump(exclude={"advice"}) for r in vs.rows])
 
 
-def _bind(inputs: StepInputs) -> dict[str, Any]:
+def _bind(inputs: StepInputs) -> Params:
     engine = inputs.engine
     return {"base_url": engine.base_url, "engine_log": engine.log_name,
             "command": engine.command, "startup_s": engine.startup_s,
@@ -143,7 +118,7 @@ def _apply(result: LaunchResult, facts: RunFacts) -> RunFacts:
 
 
 STEP = Step[LaunchResult](
-    name="02_launch", title="02 · Launch",
+    name=STEP_LAUNCH.name, title="02 · Launch",
     about="The runner started the engine (its own process group, log in the run folder) and "
           "waited for it; here: the command, the startup time, what the log says, and one "
           "real token. On its own, the notebook probes `base_url` (or the recipe's endpoint, "

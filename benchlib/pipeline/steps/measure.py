@@ -15,26 +15,31 @@ and the remaining scenarios are not attempted.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import RootModel
+from pydantic import BaseModel
 
 from benchlib._exceptions import BenchlibError
 from benchlib._secrets import env_secret
 from benchlib.accuracy import run_few_shot_gsm8k, run_gsm8k
-from benchlib.checks import sdk_view
+from benchlib.checks import SdkView, sdk_view
+from benchlib.energy import EnergyResult
 from benchlib.engines import http_ok
-from benchlib.measure import concurrency_seed, measure, planned_requests, ramp_seed
+from benchlib.measure import (
+    MeasureResult,
+    concurrency_seed,
+    measure,
+    planned_requests,
+    ramp_seed,
+)
 from benchlib.pipeline._declare import Param, Step, StepInputs
 from benchlib.pipeline._fairness import tokenizer_dir
-from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._results import read_results, save_results
 from benchlib.pipeline._resume import ramp_done, scenario_done, scenario_problem
+from benchlib.pipeline._sidecar import Params
 from benchlib.pipeline._standalone import (
     endpoint,
     results_file,
@@ -45,24 +50,34 @@ from benchlib.pipeline._standalone import (
 from benchlib.pipeline.steps._energy import start_energy
 from benchlib.pipeline.steps._engine_vs_plan import kv_usage_expected
 from benchlib.pipeline.steps._server import sampler_for, server_side
-from benchlib.pipeline.steps._summary import summary_table
 from benchlib.pipeline.steps.launch import BASE_URL
 from benchlib.recipe import Recipe, Scenario
+from benchlib.runs import (
+    STEP_LAUNCH,
+    STEP_MEASURE,
+    AccuracyFailed,
+    EngineLost,
+    KvVsPlan,
+    LaunchResult,
+    Measurement,
+    MeasureStep,
+    Ramp,
+    RampStep,
+    RunFolder,
+    save_results,
+    summary_table,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["STEP", "MeasureResult", "Measured", "measure_scenarios"]
+__all__ = ["STEP", "Measured", "measure_scenarios"]
+
+M = TypeVar("M", bound=BaseModel)
 
 #: per-request arrays stay in the measure JSON; the results keep the aggregates
 _BULKY = ("input_lens", "output_lens", "ttfts", "itls", "errors", "latencies", "start_times",
           "queue_times", "generated_texts")
-
-
-class MeasureResult(RootModel[dict[str, dict[str, Any]]]):
-    """03_measure's results: ``scenario/cN`` → that concurrency's aggregates (the measure
-    JSON's keys without the per-request arrays, plus where the JSON lies);
-    ``scenario/ramp`` → a ramp's record; ``engine_lost`` → why measuring stopped."""
 
 
 @dataclass(frozen=True)
@@ -76,42 +91,41 @@ class Measured:
 def _measure_once(recipe: Recipe, s: Scenario, base_url: str, result_json: Path,
                   tokenizer: Path | None, api_key: str | None,
                   on_warmed: Callable[[], None] | None = None, once: bool = False,
-                  **shape: Any) -> dict[str, Any]:
-    """The one place :func:`benchlib.measure.measure` is called: its result as the result
-    JSON's object (the keys the results and the summary table read). ``once``: one run
-    whatever the scenario's ``repeats`` (a ramp's step)."""
+                  **shape: Any) -> MeasureResult:
+    """The one place :func:`benchlib.measure.measure` is called. ``once``: one run whatever
+    the scenario's ``repeats`` (a ramp's step)."""
     if once:
         s = s.model_copy(update={"repeats": 1})
     cfg = s.measure_config(base_url=base_url, model=recipe.model.served_model_name,
                            tokenizer=tokenizer, result_json=result_json, **shape,
                            **tls_options(recipe, base_url))
-    return measure(cfg, api_key=api_key, on_warmed=on_warmed).to_json()
+    return measure(cfg, api_key=api_key, on_warmed=on_warmed)
 
 
 def _sdk(recipe: Recipe, s: Scenario, url: str, tokenizer: Path | None, api_key: str | None,
-         wire: dict[str, Any], conc: int, index: int) -> dict[str, Any]:
+         wire: Measurement, conc: int, index: int) -> SdkView:
     """The scenario at ``conc`` through the openai SDK, beside the wire run ``wire``."""
     cfg = s.measure_config(base_url=url, model=recipe.model.served_model_name,
                            tokenizer=tokenizer, result_json=None, max_concurrency=conc,
                            num_prompts=s.prompts_at(index), input_len=s.input_len,
                            seed=concurrency_seed(s.seed, index), **tls_options(recipe, url))
-    view = sdk_view(cfg, api_key, wire)
+    view = sdk_view(cfg, api_key, wire.model_dump(exclude_unset=True))
     print(f"  through the openai SDK ({view.client}): median TTFT "
           f"{_ms(view.median_ttft_ms, 1)} ({_ms(view.ttft_overhead_ms, 2)} over the wire), "
           f"TPOT {_ms(view.median_tpot_ms, 2)} ({_ms(view.tpot_overhead_ms, 3)} over)",
           flush=True)
-    return view.model_dump()
+    return view
 
 
 def _accuracy(recipe: Recipe, url: str, folder: RunFolder, api_key: str | None,
-              results: dict[str, Any],
-              keep: Callable[[str, dict[str, Any]], None], problems: list[str]) -> None:
+              results: MeasureStep, save: Callable[[], None], problems: list[str]) -> None:
     """The recipe's accuracy run (lm-eval's gsm8k or SGLang's few_shot_gsm8k) against the
     engine, once: a resumed run keeps a score it has."""
     spec = recipe.accuracy
     assert spec is not None
     key = f"accuracy/{spec.task}"
-    if isinstance(results.get(key), dict) and results[key].get("n"):
+    earlier = results.accuracy.get(spec.task)
+    if earlier is not None and not isinstance(earlier, AccuracyFailed) and earlier.n:
         print(f"{key}: done in an earlier attempt, skipped", flush=True)
         return
     harness = "SGLang's few_shot_gsm8k" if spec.task == "few_shot_gsm8k" else "lm-eval"
@@ -121,7 +135,8 @@ def _accuracy(recipe: Recipe, url: str, folder: RunFolder, api_key: str | None,
     try:
         if spec.task == "few_shot_gsm8k":
             few = run_few_shot_gsm8k(spec, url, model, folder.path, api_key=api_key)
-            keep(key, few.model_dump())
+            results.accuracy[spec.task] = _whole(few)
+            save()
             print(f"{key}: Accuracy {few.accuracy:.3f}, Invalid {few.invalid:.3f}, Latency "
                   f"{few.latency_s:.3f} s, Output throughput {few.output_throughput:.3f} "
                   f"token/s over {few.n} questions"
@@ -129,13 +144,21 @@ def _accuracy(recipe: Recipe, url: str, folder: RunFolder, api_key: str | None,
             return
         acc = run_gsm8k(spec, url, model, folder.path, api_key=api_key)
     except BenchlibError as exc:
-        keep(key, {"error": str(exc)})
+        results.accuracy[spec.task] = AccuracyFailed(error=str(exc))
+        save()
         problems.append(f"{key}: {exc}")
         return
-    keep(key, acc.model_dump())
+    results.accuracy[spec.task] = _whole(acc)
+    save()
     print(f"{key}: strict {acc.strict_match} ± {acc.strict_match_stderr}, flexible "
           f"{acc.flexible_extract} ± {acc.flexible_extract_stderr} over {acc.n} items"
           f"{' — ' + acc.caveat if acc.caveat else ''}", flush=True)
+
+
+def _whole(model: M) -> M:
+    """``model`` with every field counted as given: the results are saved with only the
+    keys given (a record read back keeps its own), and a fresh record keeps all of its."""
+    return type(model).model_validate(model.model_dump())
 
 
 def _alive(recipe: Recipe, base_url: str, api_key: str | None) -> bool:
@@ -154,44 +177,52 @@ def _ms(value: float | None, digits: int) -> str:
     return "n/a" if value is None else f"{value:.{digits}f} ms"
 
 
-def _energy_line(energy: dict[str, Any], said: set[str]) -> None:
+def _energy_line(energy: EnergyResult | None, said: set[str]) -> None:
     """A progress line of the measurement's energy; a reason there is none, once."""
-    if energy.get("energy_j") is None:
-        why = energy.get("reason") or "; ".join(energy.get("flags") or []) or "not measured"
+    if energy is None or energy.energy_j is None:
+        why = ((energy.reason or "; ".join(energy.flags)) if energy else "") or "not measured"
         if why not in said:
             said.add(why)
             print(f"  energy: none ({why})", flush=True)
         return
-    per_token = energy.get("energy_j_per_output_token")
-    print(f"  energy: {energy['energy_j']:.1f} J"
+    per_token = energy.energy_j_per_output_token
+    print(f"  energy: {energy.energy_j:.1f} J"
           + (f", {per_token:.4g} J per output token" if per_token is not None else "")
-          + f", mean {energy['avg_power_w']:.1f} W (peak {_w(energy.get('peak_power_w'))}, "
-          f"idle {_w(energy.get('idle_power_w'))}, included) from {energy['source']} over "
-          f"{len(energy.get('devices') or [])} device(s)"
-          + (f"; {len(energy['flags'])} flag(s)" if energy.get("flags") else ""), flush=True)
+          + f", mean {_w(energy.avg_power_w)} (peak {_w(energy.peak_power_w)}, "
+          f"idle {_w(energy.idle_power_w)}, included) from {energy.source} over "
+          f"{len(energy.devices)} device(s)"
+          + (f"; {len(energy.flags)} flag(s)" if energy.flags else ""), flush=True)
 
 
 def _w(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f} W"
 
 
-def _kv_vs_plan(launch: dict[str, Any], s: Scenario, conc: int, server: dict[str, Any]
-                ) -> dict[str, Any] | None:
+def _kv_vs_plan(launch: LaunchResult | None, s: Scenario, conc: int,
+                m: Measurement) -> KvVsPlan | None:
     """The engine's peak KV use beside the plan's expectation, with a progress line (none
     for a trace or conversations: their lengths are not the scenario's input_len)."""
-    kv = None if s.dataset in ("trace", "conversations") else kv_usage_expected(launch, s,
-                                                                                conc)
+    kv = None if launch is None or s.dataset in ("trace", "conversations") else \
+        kv_usage_expected(launch.plan_vs_engine, s, conc)
     if kv is None:
         return None
-    peak = (server.get("server_metrics") or {}).get("kv_cache_usage_peak")
-    kv = {"peak": peak, **kv}
+    peak = m.server_metrics.kv_cache_usage_peak if m.server_metrics else None
+    kv = kv.model_copy(update={"peak": peak})
     seen = "not exposed by this engine's /metrics" if peak is None else f"{100 * peak:.2f} %"
     differs = " — the engine's capacity differs from the plan's (see 02_launch)" \
-        if kv["capacity_flagged"] else ""
-    print(f"  KV use: peak {seen}; the plan expects {100 * kv['expected']:.2f} % "
-          f"({conc} × {kv['tokens_per_request']:,} tokens of {kv['capacity_tokens']:,})"
+        if kv.capacity_flagged else ""
+    print(f"  KV use: peak {seen}; the plan expects {100 * kv.expected:.2f} % "
+          f"({conc} × {kv.tokens_per_request:,} tokens of {kv.capacity_tokens:,})"
           f"{differs}", flush=True)
     return kv
+
+
+def _earlier(saved_to: Path | str, force: bool) -> MeasureStep:
+    """An earlier attempt's results to go on from (none with ``force``)."""
+    path = Path(saved_to)
+    if force or not str(saved_to) or not path.is_file():
+        return MeasureStep()
+    return MeasureStep.model_validate_json(path.read_text(encoding="utf-8"))
 
 
 def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path = "",
@@ -204,31 +235,29 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
     folder = step_folder(run_dir, recipe, scratch=True)
     assert folder is not None
     saved_to = results_file(results_path, folder, STEP.name)
-    results = {} if force else read_results(saved_to)
-    results.pop("engine_lost", None)
+    results = _earlier(saved_to, force)
+    results.engine_lost = None
     tokenizer = tokenizer_dir(recipe, model_path)
     api_key = env_secret(recipe.engine.api_key_env)
 
-    def keep(key: str, record: dict[str, Any]) -> None:
-        results[key] = record
-        save_results(saved_to, results)
+    def save() -> None:
+        save_results(saved_to, results, exclude_unset=True)
 
-    launch = read_results(folder.results("02_launch"))
+    launch = folder.result(STEP_LAUNCH)
     problems: list[str] = []
     said: set[str] = set()  # energy reasons already printed (once per step, not per row)
     with endpoint(recipe, base_url) as url:
         for s in recipe.scenarios:
             if s.ramp_input_lens:
-                key = f"{s.name}/ramp"
-                if ramp_done(results.get(key), s):
-                    print(f"{key}: done in an earlier attempt, skipped", flush=True)
+                if ramp_done(results.ramps.get(s.name), s):
+                    print(f"{s.name}/ramp: done in an earlier attempt, skipped", flush=True)
                 else:
-                    keep(key, _ramp(recipe, s, url, folder, api_key, tokenizer,
-                                    results.get(key), functools.partial(keep, key)))
+                    _ramp(recipe, s, url, folder, api_key, tokenizer, results, save)
             for i, conc in enumerate([] if s.ramp_input_lens else s.concurrencies):
-                key = f"{s.name}/c{conc}"
+                key = MeasureStep.key(s.name, conc)
                 planned = planned_requests(s.dataset, s.dataset_path, s.prompts_at(i))
-                if scenario_done(results.get(key), planned, s.max_failed_fraction):
+                if scenario_done(results.measurements.get(key), planned,
+                                 s.max_failed_fraction):
                     print(f"{key}: done in an earlier attempt, skipped", flush=True)
                     continue
                 shape = (f"{s.dataset} {Path(str(s.dataset_path)).name}, {planned} requests"
@@ -249,39 +278,49 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                 finally:
                     metrics = sampler.stop() if sampler else None
                 joules = energy.finish(r, result_json)
-                server = (server_side(recipe, s, result_json, metrics, conc)
-                          if metrics is not None else {})
-                errors = [e for e in r["errors"] if e]
-                kv = _kv_vs_plan(launch, s, conc, server)
-                keep(key, {**{k: v for k, v in r.items() if k not in _BULKY}, **server,
-                           "scenario": s.name, "concurrency": conc,
-                           "input_len": s.input_len, "output_len": s.output_len,
-                           "result_json": str(result_json), "first_errors": errors[:3],
-                           **({"kv_usage_vs_plan": kv} if kv else {}), "energy": joules})
-                _energy_line(joules, said)
-                spec = server.get("speculative") or {}
-                accept = (f", server acceptance length {spec['mean_acceptance_length']:.2f}"
-                          if spec.get("mean_acceptance_length") else "")
-                print(f"{key}: {r['completed']} ok, {r['failed']} failed, median TTFT "
-                      f"{_ms(r['median_ttft_ms'], 1)}, TPOT {_ms(r['median_tpot_ms'], 2)}"
+                errors = [e for e in r.errors if e]
+                # the result JSON's keys but the per-request arrays, and where it lies
+                m = Measurement.model_validate({
+                    **{k: v for k, v in r.to_json().items() if k not in _BULKY},
+                    "scenario": s.name, "concurrency": conc, "input_len": s.input_len,
+                    "output_len": s.output_len, "result_json": str(result_json),
+                    "first_errors": errors[:3]})
+                if metrics is not None:
+                    m.server_metrics, spec = server_side(recipe, s, result_json, metrics, conc)
+                    m.server_metrics = _whole(m.server_metrics)
+                    if spec is not None:
+                        m.speculative = _whole(spec)
+                kv = _kv_vs_plan(launch, s, conc, m)
+                if kv is not None:
+                    m.kv_usage_vs_plan = _whole(kv)
+                m.energy = _whole(joules)
+                results.measurements[key] = m
+                save()
+                _energy_line(m.energy, said)
+                spec = m.speculative
+                accept = (f", server acceptance length {spec.mean_acceptance_length:.2f}"
+                          if spec and spec.mean_acceptance_length else "")
+                print(f"{key}: {r.completed} ok, {r.failed} failed, median TTFT "
+                      f"{_ms(r.median_ttft_ms, 1)}, TPOT {_ms(r.median_tpot_ms, 2)}"
                       f"{accept}", flush=True)
                 if s.sdk_view:
-                    keep(key, {**results[key], "sdk": _sdk(recipe, s, url, tokenizer, api_key,
-                                                           results[key], conc, i)})
-                problem = scenario_problem(results[key], planned, s.max_failed_fraction)
+                    m.sdk = _whole(_sdk(recipe, s, url, tokenizer, api_key, m, conc, i))
+                    save()
+                problem = scenario_problem(m, planned, s.max_failed_fraction)
                 if problem:
                     problems.append(f"{key}: {problem} ({', '.join(errors[:1]) or 'no error'})")
             if not _alive(recipe, url, api_key):
                 lost = (f"the engine at {url} stopped answering during scenario {s.name!r}; "
                         "the scenarios after it were not run (see engine.log)")
-                keep("engine_lost", {"after_scenario": s.name, "error": lost})
+                results.engine_lost = EngineLost(after_scenario=s.name, error=lost)
+                save()
                 print(lost, flush=True)
                 problems.insert(0, lost)
                 break
-        if recipe.accuracy is not None and "engine_lost" not in results:
-            _accuracy(recipe, url, folder, api_key, results, keep, problems)
-    ramp_failures = [k for k, v in results.items() if k.endswith("/ramp")
-                     and v.get("failed_at_input_len") is not None]
+        if recipe.accuracy is not None and results.engine_lost is None:
+            _accuracy(recipe, url, folder, api_key, results, save, problems)
+    ramp_failures = [f"{name}/ramp" for name, ramp in results.ramps.items()
+                     if ramp.failed_at_input_len is not None]
     if problems:
         raise BenchlibError("; ".join(problems))
     if ramp_failures:
@@ -290,19 +329,20 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
 
 
 def _ramp(recipe: Recipe, s: Scenario, base_url: str, folder: RunFolder, api_key: str | None,
-          tokenizer: Path | None, earlier: Any,
-          save: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+          tokenizer: Path | None, results: MeasureStep, save: Callable[[], None]) -> None:
     """One request per input length, going up, until one fails: where it got and how it
-    failed (the request's error, and whether the engine survived). ``earlier``: an
-    unfinished record of the same ramp (a resumed run), continued after its last length."""
-    fresh = not (isinstance(earlier, dict) and earlier.get("failed_at_input_len") is None
-                 and earlier.get("input_lens") == list(s.ramp_input_lens))
-    record: dict[str, Any] = {"scenario": s.name, "kind": "ramp", "endpoint": s.endpoint,
-                              "input_lens": list(s.ramp_input_lens), "steps": [],
-                              "max_completed_input_len": None, "failed_at_input_len": None,
-                              "error": None, "engine_alive_after": True} if fresh else earlier
-    steps: list[dict[str, Any]] = record["steps"]
-    reached = record["max_completed_input_len"] or 0
+    failed (the request's error, and whether the engine survived), saved under the
+    scenario's ramp as it goes. An unfinished record of the same ramp (a resumed run) is
+    continued after its last length."""
+    earlier = results.ramps.get(s.name)
+    fresh = earlier is None or earlier.failed_at_input_len is not None \
+        or earlier.input_lens != list(s.ramp_input_lens)
+    record = Ramp(scenario=s.name, kind="ramp", endpoint=s.endpoint,
+                  input_lens=list(s.ramp_input_lens), steps=[], max_completed_input_len=None,
+                  failed_at_input_len=None, error=None, engine_alive_after=True) \
+        if fresh or earlier is None else earlier
+    results.ramps[s.name] = record
+    reached = record.max_completed_input_len or 0
     for j, n in enumerate(s.ramp_input_lens):
         if n <= reached:
             continue
@@ -312,39 +352,40 @@ def _ramp(recipe: Recipe, s: Scenario, base_url: str, folder: RunFolder, api_key
         r = _measure_once(recipe, s, base_url, folder.ramp_json(s.name, n), tokenizer,
                           api_key, max_concurrency=1, num_prompts=1, input_len=n,
                           num_warmups=0, seed=ramp_seed(s.seed, j), once=True)
-        ok = r["completed"] == 1
-        steps.append({"input_len": n, "ok": ok, "ttft_ms": r["median_ttft_ms"] if ok else None,
-                      "tpot_ms": r["median_tpot_ms"] if ok else None,
-                      "error": r["errors"][0] if not ok else ""})
+        ok = r.completed == 1
+        record.steps.append(RampStep(input_len=n, ok=ok,
+                                     ttft_ms=r.median_ttft_ms if ok else None,
+                                     tpot_ms=r.median_tpot_ms if ok else None,
+                                     error=r.errors[0] if not ok else ""))
         if ok:
-            record["max_completed_input_len"] = n
-            save(record)
+            record.max_completed_input_len = n
+            save()
             continue
-        record["failed_at_input_len"] = n
-        record["error"] = r["errors"][0]
-        record["engine_alive_after"] = _alive(recipe, base_url, api_key)
-        print(f"{s.name}/ramp: failed at {n} tokens: {record['error']} (engine "
-              f"{'still up' if record['engine_alive_after'] else 'gone'})", flush=True)
+        record.failed_at_input_len = n
+        record.error = r.errors[0]
+        record.engine_alive_after = _alive(recipe, base_url, api_key)
+        print(f"{s.name}/ramp: failed at {n} tokens: {record.error} (engine "
+              f"{'still up' if record.engine_alive_after else 'gone'})", flush=True)
         break
-    return record
+    save()
 
 
-def _bind(inputs: StepInputs) -> dict[str, Any]:
+def _bind(inputs: StepInputs) -> Params:
     return {"base_url": inputs.engine.base_url,
             "model_path": str(inputs.model_path or "")}
 
 
-STEP = Step[MeasureResult](
-    name="03_measure", title="03 · Measure",
+STEP = Step[MeasureStep](
+    name=STEP_MEASURE.name, title="03 · Measure",
     about="Every scenario at every concurrency, with `vllm bench serve`'s definitions and "
           "the wire's accuracy; each result is saved as it finishes. On its own, the "
           "notebook measures `base_url` (or the recipe's endpoint, or a scripted server it "
           "starts) into a new folder under `outputs/notebooks/`.",
-    engine="ready", requires=("02_launch",),
+    engine="ready", requires=(STEP_LAUNCH.name,),
     params=(BASE_URL,
             Param(name="model_path", type="str", default="",
                   help="the model folder (the prompts' tokenizer); '': the recipe's")),
-    result=MeasureResult,
+    result=MeasureStep,
     cells=("measured = bp.measure_scenarios(recipe, base_url=base_url, run_dir=run_dir,\n"
            "                                results_path=results_path, "
            "model_path=model_path)\nmeasured.table",

@@ -6,50 +6,38 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel, Field
+from typing import TYPE_CHECKING
 
 from benchlib._secrets import env_secret
 from benchlib.adapters import adapter
 from benchlib.pipeline._chart import Chart
 from benchlib.pipeline._declare import Step
-from benchlib.pipeline._results import save_results
 from benchlib.pipeline._standalone import results_file, step_folder
 from benchlib.recipe import Recipe
+from benchlib.runs import STEP_PLAN, PlanNumbers, PlanResult, PlanRow, save_results
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from benchlib.memory import Plan
 
-__all__ = ["STEP", "PlanResult", "plan_charts", "plan_overview", "plan_step", "plan_table"]
+__all__ = ["STEP", "plan_charts", "plan_overview", "plan_rows", "plan_step", "plan_table"]
 
 
-class PlanResult(BaseModel):
-    """00_plan's results."""
 
-    scenarios: list[dict[str, Any]] = Field(description="one row per scenario × concurrency")
-    warnings: list[str] = Field(default_factory=list, exclude_if=lambda v: not v,
-                                description="scenarios the engine will refuse (too long)")
-    plan: dict[str, Any] | None = Field(description="`benchlib plan --json`'s numbers; None: "
-                                                    "no config.json to plan from")
-    plan_skipped: str | None = Field(None, exclude_if=lambda v: v is None,
-                                     description="why there is no plan")
+def plan_rows(recipe: Recipe) -> list[PlanRow]:
+    """The scenarios to run: one row per scenario × concurrency."""
+    return [PlanRow(scenario=s.name, endpoint=s.endpoint, input_len=s.input_len,
+                    output_len=s.output_len, concurrency=c, num_prompts=s.prompts_at(i),
+                    tokens_needed=s.input_len + s.output_len)
+            for s in recipe.scenarios for i, c in enumerate(s.concurrencies)]
 
 
 def plan_overview(recipe: Recipe) -> pd.DataFrame:
-    """The scenarios to run: one row per scenario × concurrency."""
+    """The scenarios to run, as a table."""
     import pandas as pd
 
-    rows = []
-    for s in recipe.scenarios:
-        for i, c in enumerate(s.concurrencies):
-            rows.append({"scenario": s.name, "endpoint": s.endpoint, "input_len": s.input_len,
-                         "output_len": s.output_len, "concurrency": c,
-                         "num_prompts": s.prompts_at(i),
-                         "tokens_needed": s.input_len + s.output_len})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([r.model_dump() for r in plan_rows(recipe)])
 
 
 def _config_json(recipe: Recipe) -> Path | None:
@@ -98,8 +86,9 @@ def plan_step(recipe: Recipe, results_path: str | Path = "", *, run_dir: str | P
         for key, value in adapter(recipe.engine.kind).plan_settings.items():
             settings.setdefault(key, value)  # the plan also says what the engine will report
         the_plan = plan(PlanConfig(model=config, **settings))
-    result = PlanResult(scenarios=scenarios.to_dict("records"), warnings=warnings,
-                        plan=the_plan.summary() if the_plan else None,
+    result = PlanResult(scenarios=plan_rows(recipe), warnings=warnings,
+                        plan=PlanNumbers.model_validate(the_plan.summary()) if the_plan
+                        else None,
                         plan_skipped=None if the_plan else "no config.json for the model")
     folder = step_folder(run_dir, recipe, scratch=False)
     save_results(results_file(results_path, folder, STEP.name), result)
@@ -123,7 +112,7 @@ def plan_charts(the_plan: Plan | None) -> list[Chart]:
 
 
 STEP = Step[PlanResult](
-    name="00_plan", title="00 · Plan",
+    name=STEP_PLAN.name, title="00 · Plan",
     about="Will it fit, before anything is downloaded: weights, KV bytes per token, KV "
           "capacity, max concurrency and the decode floor (`benchlib plan`), then the "
           "scenarios this recipe will run.",

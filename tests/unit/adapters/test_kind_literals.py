@@ -37,10 +37,8 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("measure/_workload.py", "sglang"): (2, "range_ratio_mode: its type and check"),
     ("pipeline/__init__.py", "endpoint"): (1, "the function pipeline.endpoint in __all__"),
     ("pipeline/_standalone.py", "endpoint"): (1, "the function endpoint in __all__"),
-    ("pipeline/steps/_summary.py", "endpoint"): (2, "the scenario's endpoint type column"),
-    ("pipeline/steps/measure.py", "endpoint"): (1, "a ramp record's endpoint type key"),
-    ("pipeline/steps/plan.py", "endpoint"): (1, "the plan overview's endpoint type column"),
-    ("report/_html.py", "endpoint"): (4, "the scenario's endpoint type in the report tables"),
+    ("report/_html.py", "endpoint"): (3, "the scenario's endpoint type in the report tables"),
+    ("runs/_summary.py", "endpoint"): (2, "the summary table's endpoint type column"),
 }
 
 

@@ -76,10 +76,26 @@ def test_a_parameter_papermill_cannot_read_is_refused() -> None:
         Param(name="x", type="float", default="1", help="not a float")
 
 
-def test_the_runner_names_no_step() -> None:
-    """Steps are walked from the table: no ``NN_step`` literal in the runner's modules."""
-    for module in ("_runner.py", "_engine.py", "_resume.py", "_execute.py", "_folder.py"):
-        tree = ast.parse((REPO / "benchlib" / "pipeline" / module).read_text())
+#: where a step's name may be written: the recipe's vocabulary, and the steps' keys
+NAMED_IN = {"recipe/_schema.py", "runs/_keys.py"}
+
+
+def test_no_module_names_a_step_but_the_keys() -> None:
+    """Steps are named once (``benchlib.runs.STEP_*``; the runner walks the table): no
+    ``NN_step`` literal anywhere else in benchlib."""
+    root = REPO / "benchlib"
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).as_posix() in NAMED_IN:
+            continue
+        tree = ast.parse(path.read_text())
         literals = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
                     and isinstance(n.value, str) and re.fullmatch(r"\d\d_[a-z_]+", n.value)]
-        assert literals == [], module
+        assert literals == [], path
+
+
+def test_each_step_saves_its_keys_model() -> None:
+    """A step's declared result is the model its key in benchlib.runs reads back."""
+    from benchlib.runs import STEP_KEYS
+
+    keys = {k.name: k.model for k in STEP_KEYS}
+    assert {name: step.result for name, step in step_table().items()} == keys

@@ -22,6 +22,7 @@ from benchlib.pipeline.steps._engine_vs_plan import (
     kv_usage_expected,
 )
 from benchlib.recipe import Recipe, recipe_from_dict
+from benchlib.runs import KvVsPlan
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 #: vLLM 0.32's CPU build serving the tiny model with VLLM_CPU_KVCACHE_SPACE=1 (the demo)
@@ -200,7 +201,9 @@ def test_expected_kv_use_of_a_scenario(tiny_model: Path) -> None:
     assert LaunchResult.model_validate(saved).plan_vs_engine == vs
     scenario = _vllm(tiny_model).scenarios[0]
     # 4 requests of 256 tokens: 2 blocks of 128 each, of 4,096 blocks
-    assert kv_usage_expected(saved, scenario, 4) == {
-        "expected": round(8 / 4096, 6), "capacity_tokens": 524_288, "tokens_per_request": 256,
-        "capacity_flagged": False}
-    assert kv_usage_expected({}, scenario, 4) is None  # no launch results: nothing to expect
+    assert kv_usage_expected(LaunchResult.model_validate(saved).plan_vs_engine, scenario,
+                             4) == KvVsPlan(expected=round(8 / 4096, 6),
+                                            capacity_tokens=524_288, tokens_per_request=256,
+                                            capacity_flagged=False)
+    # no plan against the engine: nothing to expect
+    assert kv_usage_expected(EngineVsPlan(), scenario, 4) is None

@@ -4,12 +4,19 @@ reference's key with its unit."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from benchlib.accuracy import FewShotResult
 from benchlib.pipeline import RunFolder
-from benchlib.pipeline._results import save_results
 from benchlib.pipeline.steps._references import references_table
 from benchlib.recipe import load_recipe, resolve_paths
+
+
+def save_results(path: Path, data: object) -> None:
+    """A results file as a notebook leaves it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
 
 REPO = Path(__file__).resolve().parents[3]
 SEEDS = REPO / "params" / "seeds"
@@ -36,9 +43,12 @@ def test_ramp_reach_and_start_up_stand_beside_seed_003s(tmp_path: Path) -> None:
 def test_few_shot_gsm8k_stands_beside_seed_001s(tmp_path: Path) -> None:
     recipe = resolve_paths(load_recipe(SEEDS / "001-glm47-flash-sglang-b200.yaml"), REPO)
     run = RunFolder(path=tmp_path)
-    save_results(run.variant("sglang").results("03_measure"), {"accuracy/few_shot_gsm8k": {
-        "task": "few_shot_gsm8k", "n": 200, "accuracy": 0.84, "invalid": 0.005,
-        "latency_s": 10.0, "output_throughput": 2000.0}})
+    few = FewShotResult(endpoint="/v1/completions", n=200, num_shots=5, max_tokens=512,
+                        parallel=64, accuracy=0.84, invalid=0.005, latency_s=10.0,
+                        output_tokens=20000, output_throughput=2000.0, failed=0,
+                        samples="few_shot_gsm8k.jsonl")
+    save_results(run.variant("sglang").results("03_measure"),
+                 {"accuracy/few_shot_gsm8k": few.model_dump()})
     table = references_table(recipe, tmp_path)
     assert table is not None
     rows = table[table["reference"] == "sglang-few-shot-gsm8k"].set_index("metric")

@@ -18,6 +18,7 @@ from benchlib.pipeline._resume import done_steps, ramp_done, scenario_done
 from benchlib.pipeline._sidecar import Sidecar, write_sidecar
 from benchlib.pipeline.steps import measure as _steps
 from benchlib.recipe import Recipe, Scenario, recipe_from_dict
+from benchlib.runs import Measurement, MeasureStep, Ramp
 
 BASE = "http://127.0.0.1:9"
 
@@ -67,7 +68,8 @@ def test_launch_runs_again_when_measure_needs_a_new_engine(tmp_path: Path) -> No
     (None, 1.0, False),
 ])
 def test_scenario_done(record: dict[str, int] | None, tolerance: float, done: bool) -> None:
-    assert scenario_done(record, 8, tolerance) is done
+    measured = Measurement.model_validate(record) if record is not None else None
+    assert scenario_done(measured, 8, tolerance) is done
 
 
 class FakeResult(SimpleNamespace):
@@ -138,7 +140,7 @@ def test_a_ramp_that_found_its_limit_is_not_run_again(tmp_path: Path,
 def test_a_ramp_cut_short_goes_on_from_its_last_length(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     recipe = make_recipe({"kind": "endpoint", "base_url": BASE}, [RAMP])
-    assert not ramp_done(ramp_record(128, None), recipe.scenarios[0])
+    assert not ramp_done(Ramp.model_validate(ramp_record(128, None)), recipe.scenarios[0])
     fake = FakeMeasure(fail_from=8192)
     out = run_measure(tmp_path, recipe, {"long/ramp": ramp_record(128, None)}, monkeypatch,
                       fake)
@@ -146,7 +148,7 @@ def test_a_ramp_cut_short_goes_on_from_its_last_length(tmp_path: Path,
     ramp = out["long/ramp"]
     assert ramp["max_completed_input_len"] == 4096 and ramp["failed_at_input_len"] == 8192
     assert [s["input_len"] for s in ramp["steps"]] == [32, 128, 4096, 8192]
-    assert ramp_done(ramp, recipe.scenarios[0])
+    assert ramp_done(Ramp.model_validate(ramp), recipe.scenarios[0])
 
 
 def test_a_ramp_saves_each_length_as_it_completes(tmp_path: Path,
@@ -157,9 +159,10 @@ def test_a_ramp_saves_each_length_as_it_completes(tmp_path: Path,
     saved: list[Any] = []
     real_save = _steps.save_results  # type: ignore[attr-defined]
 
-    def spy(path: Any, results: dict[str, Any]) -> None:
-        saved.append(json.loads(json.dumps(results.get("long/ramp"))))
-        real_save(path, results)
+    def spy(path: Any, results: MeasureStep, exclude_unset: bool = False) -> None:
+        ramp = results.ramps.get("long")
+        saved.append(ramp.model_dump(mode="json") if ramp else None)
+        real_save(path, results, exclude_unset=exclude_unset)
 
     monkeypatch.setattr(_steps, "save_results", spy)
     run_measure(tmp_path, recipe, {}, monkeypatch, FakeMeasure(fail_from=4096))

@@ -7,14 +7,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchlib.pipeline._folder import RunFolder
-from benchlib.pipeline._results import synthetic_results
+from pydantic import JsonValue
+
 from benchlib.pipeline.steps.compare import compare_runs
 from benchlib.report import render_report
+from benchlib.runs._folder import RunFolder
+from benchlib.runs._io import synthetic_results
 from tests.unit.report._run import make_run
 
 
-def _record(synthetic: bool) -> dict[str, object]:
+def _record(synthetic: bool) -> dict[str, JsonValue]:
     return {"scenario": "chat", "concurrency": 1, "completed": 2, "failed": 0,
             "median_ttft_ms": 5.0, "median_tpot_ms": 1.0, "synthetic": synthetic}
 

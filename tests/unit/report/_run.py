@@ -37,8 +37,9 @@ def _measure(tpot: float, conc: int) -> dict[str, Any]:
             "kv_usage_vs_plan": {"peak": 0.1 * conc, "expected": 0.125 * conc,
                                  "capacity_tokens": 8192, "tokens_per_request": 256,
                                  "capacity_flagged": False},
-            "sdk": {"client": "openai 3.60.0", "median_ttft_ms": 21.5 * conc,
+            "sdk": {"client": "openai 3.60.0", "seed": 7, "median_ttft_ms": 21.5 * conc,
                     "ttft_overhead_ms": 1.5 * conc, "median_tpot_ms": tpot * conc,
+                    "tpot_overhead_ms": None, "median_e2el_ms": None,
                     "completed": 4, "failed": 0}}
 
 
@@ -104,8 +105,11 @@ def make_run(root: Path) -> Path:
                 samples_file(run / name / "measure" / f"chat-c{c}.energy.jsonl")
         write(run / name / ".results" / "03_measure.json",
               {**measured,
-               "accuracy/gsm8k": {"task": "gsm8k_local", "n": 8, "num_fewshot": 4,
+               "accuracy/gsm8k": {"task": "gsm8k_local", "lm_eval_version": "0.4.9",
+                                  "endpoint": "completions", "n": 8, "num_fewshot": 4,
                                   "strict_match": 0.125, "strict_match_stderr": 0.125,
+                                  "flexible_extract": None, "flexible_extract_stderr": None,
+                                  "seconds": 3.0, "samples": None,
                                   "caveat": "8 items: a smoke test, not a measurement"}})
         write(run / name / "03_measure.json", {"provenance": {
             "kit_commit": "abc", "python": "CPython 3.11",

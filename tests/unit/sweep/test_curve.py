@@ -11,6 +11,7 @@ from benchlib.pipeline import compare_runs
 from benchlib.pipeline.steps.compare import _sweeps
 from benchlib.report import render_report, report_context
 from benchlib.report._html import _sweeps as _html_sweeps
+from benchlib.report._view import read_run
 from benchlib.sweep import Check, Probe, SweepSummary, read_sweeps, sweep_figure
 from tests.unit.report._run import make_run
 
@@ -74,7 +75,7 @@ def test_compare_draws_the_curve_and_records_the_knee(tmp_path: Path) -> None:
 
 def test_the_report_shows_the_curve_only_when_the_run_keeps_a_sweep(tmp_path: Path) -> None:
     run = make_run(tmp_path)
-    assert _html_sweeps(report_context(run)) == ""  # most runs: nothing added
+    assert _html_sweeps(read_run(run)) == ""  # most runs: nothing added
     _keep(run, "vllm-ngram", _summary())
     ctx = report_context(run)
     assert ctx["sweeps"]["vllm_ngram"]["knee"] == 6  # a write-up can cite it

@@ -1,24 +1,26 @@
 """A step's results file: written by its notebook as the results accrue (atomically, so a
-later failure or a kill keeps what was saved), read back by the runner for the sidecar."""
+later failure or a kill keeps what was saved), read back typed
+(:meth:`benchlib.runs.RunFolder.result`), or as plain JSON by the runner for the sidecar."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, JsonValue
 
 __all__ = ["read_results", "save_results", "synthetic_results", "write_atomic"]
 
 
-def save_results(results_path: str | Path, results: BaseModel | dict[str, Any]) -> None:
+def save_results(results_path: str | Path, results: BaseModel, *,
+                 exclude_unset: bool = False) -> None:
     """Write ``results`` to ``results_path`` now; an empty path saves nothing (a notebook
-    run on its own without a run folder)."""
+    run on its own without a run folder). ``exclude_unset``: only the keys that were given
+    (a record read back and written again keeps its keys, none added)."""
     if not results_path:
         return
-    data = results.model_dump(mode="json") if isinstance(results, BaseModel) else results
+    data = results.model_dump(mode="json", exclude_unset=exclude_unset)
     path = Path(results_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(data, indent=2, default=str, allow_nan=False) + "\n")
@@ -36,16 +38,17 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     tmp.replace(path)
 
 
-def read_results(results_path: str | Path) -> dict[str, Any]:
-    """The saved results as JSON data, ``{}`` when none were saved."""
+def read_results(results_path: str | Path) -> dict[str, JsonValue]:
+    """The saved results as JSON data, ``{}`` when none were saved: the runner copies any
+    step's into its sidecar as they are (typed reading: ``RunFolder.result``)."""
     path = Path(results_path)
     if results_path and path.is_file():
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        data: dict[str, JsonValue] = json.loads(path.read_text(encoding="utf-8"))
         return data
     return {}
 
 
-def synthetic_results(results: dict[str, Any]) -> bool | None:
+def synthetic_results(results: dict[str, JsonValue]) -> bool | None:
     """Whether a step's results hold a measurement answered by benchlib's scripted server
     (a result's ``synthetic``: canned timings, no engine); None when it measured nothing."""
     flags = [r["synthetic"] for r in results.values()

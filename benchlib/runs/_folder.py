@@ -23,8 +23,14 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from benchlib.runs._keys import StepKey
+
+R = TypeVar("R", bound=BaseModel)
 
 __all__ = ["RunFolder", "RunState"]
 
@@ -128,15 +134,23 @@ class RunFolder(BaseModel):
     def ramp_json(self, scenario: str, input_len: int) -> Path:
         return self.measure_dir / f"{scenario}-ramp-{input_len}.json"
 
-    def notebook(self, step: str) -> Path:
+    def notebook(self, step: str | StepKey[Any]) -> Path:
         return self.path / f"{step}.ipynb"
 
-    def sidecar(self, step: str) -> Path:
+    def sidecar(self, step: str | StepKey[Any]) -> Path:
         return self.path / f"{step}.json"
 
-    def results(self, step: str) -> Path:
+    def results(self, step: str | StepKey[Any]) -> Path:
         """Where the step's notebook writes its results as they accrue."""
         return self.path / ".results" / f"{step}.json"
+
+    def result(self, step: StepKey[R]) -> R | None:
+        """The step's saved results, typed (``STEP_MEASURE`` → a ``MeasureStep``); None when
+        it saved none. Raises pydantic's ValidationError when they do not fit the model."""
+        path = self.results(step)
+        if not path.is_file():
+            return None
+        return step.model.model_validate_json(path.read_text(encoding="utf-8"))
 
     # ------------------------------------------------------------------ keeping it
     def start(self, snapshot: str, state: RunState) -> None:

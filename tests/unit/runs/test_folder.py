@@ -11,7 +11,7 @@ import pytest
 
 from benchlib.pipeline import RunFolder, load
 from benchlib.pipeline import _standalone as standalone
-from benchlib.pipeline._paths import kit_root
+from benchlib.runs._paths import kit_root
 
 TODAY = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
 

@@ -1,0 +1,41 @@
+"""tools/compare_run_folders.py: two run folders field by field, what a re-run changes left
+out; a key, a JSON type or a text that differs is named."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "compare_run_folders.py"
+sys.path.insert(0, str(TOOL.parent))
+
+import compare_run_folders as crf  # noqa: E402
+
+
+def _folder(root: Path, record: dict[str, object]) -> Path:
+    (root / ".results").mkdir(parents=True)
+    (root / ".results" / "03_measure.json").write_text(json.dumps({"chat/c1": record}))
+    (root / "run.json").write_text(json.dumps({"finished": True, "recipe_sha256": str(root)}))
+    return root
+
+
+def test_a_rerun_differs_in_nothing_but_what_it_always_changes(tmp_path: Path) -> None:
+    before = _folder(tmp_path / "a", {"completed": 4, "median_tpot_ms": 2.0, "date": "1"})
+    after = _folder(tmp_path / "b", {"completed": 4, "median_tpot_ms": 2.5, "date": "2"})
+    assert crf.compare_folders(before, after) == []
+    assert crf.main([str(before), str(after)]) == 0
+
+
+def test_a_key_a_type_or_a_text_that_differs_is_named(tmp_path: Path) -> None:
+    before = _folder(tmp_path / "a", {"completed": 4, "endpoint_type": "chat", "knee": 6})
+    after = _folder(tmp_path / "b", {"completed": 4, "endpoint_type": "completions",
+                                     "knee": 6.0, "sdk": None})
+    (after / "report.json").write_text("{}")
+    found = crf.compare_folders(before, after)
+    assert found == [
+        "~ .results/03_measure.json.chat/c1.endpoint_type: 'chat' before, 'completions' after",
+        "~ .results/03_measure.json.chat/c1.knee: int 6 before, float 6.0 after",
+        "+ .results/03_measure.json.chat/c1.sdk (only after)",
+        "+ report.json (only after)"]
+    assert crf.main([str(before), str(after)]) == 1
