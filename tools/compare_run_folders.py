@@ -8,6 +8,13 @@ then ``python tools/compare_run_folders.py BEFORE_RUN AFTER_RUN``: it prints one
 difference — a key only one side has, a value of another JSON type (an int that became a
 float), a different text or flag — and exits 1 when there is any. Numbers are compared by
 type only: a re-run measures new ones.
+
+What else a re-run changes (how many /metrics scrapes a scenario took, whether the client was
+ever the bound, the caveats and verdicts that follow from measured numbers, the text a model
+generated) is told apart by a *control*: a second run of the same recipe with the code from
+before (``--control RUN``). A difference at a field where the control run differs from the
+first one too is the measurement's, not the change's, and is left out (list positions count as
+one field); the count left out is printed, so nothing is hidden.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from pathlib import Path
 #: keys whose text a re-run changes: when, the kit's commit, paths and hashes of the folder
 VOLATILE = re.compile(r"^(date|started_at|finished_at|kit_commit|kit_dirty|recipe_sha256|"
                       r"local_path|result_json|engine_log|base_url|command|samples_file|"
-                      r"requests_jsonl|file|notebook|hostname)$")
+                      r"requests_jsonl|file|notebook|hostname|[a-z_]*_url)$")
 
 Json = None | bool | int | float | str | list["Json"] | dict[str, "Json"]
 
@@ -70,12 +77,40 @@ def compare_folders(before: Path, after: Path) -> list[str]:
     return out
 
 
+def field_of(line: str) -> str:
+    """The field a difference line names, list positions as ``[]``: ``~ a.b[3].c: …`` →
+    ``a.b[].c``."""
+    path = line[2:].split(": ", 1)[0].removesuffix(" (only after)").removesuffix(
+        " (only before)")
+    return re.sub(r"\[\d+\]", "[]", path)
+
+
+def without_rerun_noise(found: list[str], control: list[str]) -> tuple[list[str], int]:
+    """``found`` less the lines at a field where a control re-run (same code) differs too,
+    and how many were left out."""
+    noisy = {field_of(line) for line in control}
+    kept = [line for line in found if field_of(line) not in noisy]
+    return kept, len(found) - len(kept)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("before", type=Path, help="a run folder, before the change")
     parser.add_argument("after", type=Path, help="the same recipe's run folder, after")
+    parser.add_argument("--control", type=Path, default=None,
+                        help="a second run folder made with the code from before: the fields "
+                             "it differs in from BEFORE are the measurement's and are left out")
     args = parser.parse_args(argv)
+    for name in ("before", "after", "control"):
+        folder = getattr(args, name)
+        if folder is not None and not (folder / "run.json").is_file():
+            print(f"compare_run_folders: {name}: {folder} is not a run folder (no run.json)",
+                  file=sys.stderr)
+            return 2
     found = compare_folders(args.before, args.after)
+    if args.control is not None:
+        found, noise = without_rerun_noise(found, compare_folders(args.before, args.control))
+        print(f"{noise} differences left out: the control re-run differs at those fields too")
     print("\n".join(found) if found else "no differences")
     return 1 if found else 0
 

@@ -39,3 +39,21 @@ def test_a_key_a_type_or_a_text_that_differs_is_named(tmp_path: Path) -> None:
         "+ .results/03_measure.json.chat/c1.sdk (only after)",
         "+ report.json (only after)"]
     assert crf.main([str(before), str(after)]) == 1
+
+
+def test_a_control_rerun_leaves_out_what_the_measurement_changes(tmp_path: Path) -> None:
+    before = _folder(tmp_path / "a", {"completed": 4, "caveats": ["client-bound"], "x": "a"})
+    control = _folder(tmp_path / "c", {"completed": 4, "caveats": ["none"], "x": "a"})
+    after = _folder(tmp_path / "b", {"completed": 4, "caveats": ["other"], "x": "b"})
+    found = crf.compare_folders(before, after)
+    kept, noise = crf.without_rerun_noise(found, crf.compare_folders(before, control))
+    # the caveat moves in the control re-run too: the measurement's; x moves only after
+    assert noise == 1
+    assert kept == ["~ .results/03_measure.json.chat/c1.x: 'a' before, 'b' after"]
+    assert crf.main([str(before), str(after), "--control", str(control)]) == 1
+    assert crf.main([str(before), str(before), "--control", str(control)]) == 0
+
+
+def test_a_folder_that_is_not_a_run_is_refused_with_exit_2(tmp_path: Path) -> None:
+    before = _folder(tmp_path / "a", {"completed": 4})
+    assert crf.main([str(before), str(tmp_path / "missing")]) == 2
