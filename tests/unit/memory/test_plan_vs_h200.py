@@ -105,3 +105,27 @@ def test_a_draft_model_counts_its_weights_and_kv_layers(tmp_path: Path) -> None:
     assert p.weights.per_gpu_gib == pytest.approx(17.73, rel=0.01)
     assert p.kv_budget_gib == pytest.approx(106.4, rel=0.01)
     assert p.kv_cache_tokens == pytest.approx(820_096, rel=0.01)
+
+
+def test_glm_47_flash_misses_by_its_cuda_graph_estimate_and_says_so() -> None:
+    """GLM-4.7-Flash (MLA + MoE, fit set; visit 4, 2026-12-04): weights and the activation
+    peak within 0.2 %, but the KV budget −1.6 %: vLLM's CUDA-graph estimate for this model
+    class is 1.64 GiB where the plan's measured term (from Qwen3-30B-A3B) is 0.64 GiB, and
+    that 1.0 GiB is nearly the whole gap (1.1 GiB). The plan flags the row instead of
+    looking precise; fitting the term to this run would leave no held-apart test of it."""
+    recipe = dict(resolve_paths(load_recipe(REPO / "params" / "h200-memory.yaml"),
+                                REPO).variant_recipes())["glm-4.7-flash"]
+    folder = DATA / "h200-memory" / "glm-4.7-flash"
+    log = (folder / "engine.log").read_text()
+    assert recipe.model.local_path is not None
+    result = compare_engine_to_plan(recipe, recipe.model.local_path,
+                                    parse_engine_log(log).as_dict(), log_text=log)
+    rows = {r.figure: r for r in result.rows}
+    for figure in ("weights_gib", "activation_peak_gib"):
+        assert abs(rows[figure].diff_pct or 99) < 0.5, rows[figure]
+    graphs, budget = rows["cuda_graph_estimate_gib"], rows["kv_budget_gib"]
+    assert graphs.flagged and graphs.engine == 1.64
+    assert graphs.plan is not None and budget.plan is not None and budget.engine is not None
+    gap = budget.plan - budget.engine
+    assert -1.7 < (budget.diff_pct or 0) < -1.5
+    assert abs(gap - (graphs.engine - graphs.plan)) < 0.15
