@@ -78,11 +78,18 @@ def compare_folders(before: Path, after: Path) -> list[str]:
 
 
 def field_of(line: str) -> str:
-    """The field a difference line names, list positions as ``[]``: ``~ a.b[3].c: …`` →
-    ``a.b[].c``."""
+    """The field a difference line names, whichever variant, scenario, concurrency or list
+    position it is at: ``~ v1/measure/chat-c4.json.timing.x[3]: …`` and ``~
+    v2/.results/03_measure.json.random/c1.timing.x[0]: …`` name ``…timing.x[]`` of a
+    measurement. A field that moves by itself in one measurement of the control re-run is a
+    measurement's field in all of them."""
     path = line[2:].split(": ", 1)[0].removesuffix(" (only after)").removesuffix(
         " (only before)")
-    return re.sub(r"\[\d+\]", "[]", path)
+    where, dot, key = path.partition(".json")
+    where = re.sub(r"^[^/]+/(?=.*/|[^/]*\.json)", "*/", where + dot)  # the variant's folder
+    where = re.sub(r"[^/]+-c\d+(?=\.)", "*", where)  # measure/chat-c4.json
+    key = re.sub(r"[\w.-]+/c\d+(?=\.|$)", "*", key)  # a result's chat/c4 key
+    return re.sub(r"\[\d+\]", "[]", where + key)
 
 
 def without_rerun_noise(found: list[str], control: list[str]) -> tuple[list[str], int]:

@@ -57,3 +57,15 @@ def test_a_control_rerun_leaves_out_what_the_measurement_changes(tmp_path: Path)
 def test_a_folder_that_is_not_a_run_is_refused_with_exit_2(tmp_path: Path) -> None:
     before = _folder(tmp_path / "a", {"completed": 4})
     assert crf.main([str(before), str(tmp_path / "missing")]) == 2
+
+
+def test_a_field_is_the_same_whichever_variant_scenario_or_position_it_is_at() -> None:
+    assert crf.field_of("~ v1/measure/chat-c4.json.timing.x[3]: 1") == \
+        crf.field_of("~ v2/measure/random-c1.json.timing.x[0]: 2") == "*/measure/*.json.timing.x[]"
+    assert crf.field_of("+ v2/.results/03_measure.json.random/c1.timing.x (only after)") == \
+        crf.field_of("- v1/.results/03_measure.json.chat/c4.timing.x (only before)")
+    # what is not a measurement's place stays apart
+    assert crf.field_of("~ recipe.json.engine.python: a") != \
+        crf.field_of("~ v1/recipe.json.engine.python: a")
+    assert crf.field_of("~ 04_compare.json.results.variants[2].caveats: a") == \
+        "04_compare.json.results.variants[].caveats"
