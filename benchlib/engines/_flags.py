@@ -27,7 +27,6 @@ from benchlib.adapters import ADAPTERS, adapter
 from benchlib.engines._cluster import plan_cluster
 from benchlib.engines._commands import plan_launch
 from benchlib.engines._flagsets import KNOWN_DIFFERENCES, FlagOption, FlagSet, engine_flag_set
-from benchlib.engines._speculative import speculative_args
 from benchlib.recipe import EngineSpec, ModelSpec, Recipe
 
 __all__ = ["KNOWN_DIFFERENCES", "FlagCheck", "check_engine_args", "check_recipe_args"]
@@ -243,7 +242,7 @@ def _kit_fields(engine: EngineSpec, nodes: int) -> list[tuple[str, str]]:
     else:
         argv = plan_launch(bare, model, Path("MODEL"), port=8000).argv
     start = 3 if len(argv) > 2 and argv[1] == "-m" else 1  # python -m module, or a binary
-    kit, n_spec = argv[start:], len(speculative_args(engine))
+    kit, n_spec = argv[start:], len(adapter(engine.kind).speculative_args(engine.speculative))
     fields = [("engine", t) for t in kit[:len(kit) - n_spec]]
     fields += [("engine.speculative", t) for t in kit[len(kit) - n_spec:]]
     return fields + [("engine", t) for flags in node_flags for t in flags]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from benchlib import UsageError
+from benchlib.adapters import adapter
 from benchlib.engines import (
     KNOWN_DIFFERENCES,
     FlagSet,
@@ -24,7 +25,6 @@ from benchlib.engines import (
 )
 from benchlib.engines._flagsets import FlagOption, committed, parse_llamacpp_help
 from benchlib.engines._flagsets._llamacpp import build_version
-from benchlib.engines._speculative import speculative_args
 from benchlib.recipe import EngineSpec, ModelSpec, Recipe, Speculative
 
 #: a llama-server --help excerpt laid out exactly as common_arg::to_string prints it (spellings
@@ -222,7 +222,8 @@ def test_llamacpp_messages(llama: Path, tmp_path: Path, args: list[str], message
 def test_kit_speculative_flags_are_checked_too(llama: Path, tmp_path: Path) -> None:
     spec = _llama(llama, speculative=Speculative(method="draft", k=4,
                                                  draft_model=Path("d.gguf")))
-    if "--draft-max" in speculative_args(spec):  # the kit's own flag, removed in this build
+    # the kit's own flag, removed in this build
+    if "--draft-max" in adapter(spec.kind).speculative_args(spec.speculative):
         with pytest.raises(UsageError, match=r"^engine.speculative: the kit's llamacpp "
                            r"command passes --draft-max: the argument has been removed"):
             check_engine_args(spec, cache=tmp_path / "c")
