@@ -42,11 +42,19 @@ steps: [02_launch, 03_measure]
     return path
 
 
+def _sigint_as_in_a_terminal() -> None:
+    """SIGINT back to its default in the runner, as a terminal's foreground job has it: a
+    test run started in the background of a non-interactive shell (``.ci/run &``) inherits
+    SIGINT ignored, and a Python child keeps an ignored SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(path: Path, out: Path, console: Path, runtime: Path) -> subprocess.Popen[bytes]:
     with console.open("ab") as sink:
         return subprocess.Popen(
             [sys.executable, "-m", "benchlib", "run", str(path), "--outputs", str(out)],
             stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True,
+            preexec_fn=_sigint_as_in_a_terminal,
             env={**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime)})
 
 
