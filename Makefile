@@ -22,7 +22,7 @@ LLAMACPP_VERSION := 0.3.36
 LLAMACPP_BACKEND ?= auto
 GGUF := .models/tiny-llama-gguf
 
-.PHONY: setup engine engines llamacpp model model-gguf real-model browser lm-eval demo lab test lint unit integration e2e bench peers clean
+.PHONY: setup engine engines llamacpp model model-gguf real-model browser lm-eval demo lab test test-deps lint unit integration e2e bench peers mutation clean
 
 $(VENV)/.ok: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -147,7 +147,12 @@ $(LM_EVAL)/.ok:
 
 lm-eval: $(LM_EVAL)/.ok
 
-test: engines model lint browser lm-eval
+# what the tests need, side by side: the browser and lm-eval installs (downloads) overlap the
+# llama.cpp compile instead of waiting for it
+test-deps:
+	$(MAKE) -j4 llamacpp setup engine model-gguf real-model browser lm-eval
+
+test: test-deps model lint
 	BENCHLIB_CHROMIUM=$(CHROMIUM) BENCHLIB_LM_EVAL_PYTHON=$(CURDIR)/$(LM_EVAL)/bin/python \
 	BENCHLIB_ENGINE_PYTHON=$(CURDIR)/$(ENGINE)/bin/python BENCHLIB_TINY_MODEL=$(CURDIR)/$(MODEL) \
 	BENCHLIB_LLAMA_SERVER=$(CURDIR)/$(LLAMACPP)/bin/llama-server \
@@ -167,6 +172,12 @@ peers: engine $(GUIDELLM)/.ok
 
 bench: setup engine model peers
 	$(VENV)/bin/python benchmarks/wire_accuracy.py
+
+# mutation testing of the core (tools/mutation.py; long, not part of make test, which runs a
+# fixed sample of it): scores and survivors to benchmarks/RESULTS.md. MODULES: some of them.
+MODULES ?=
+mutation: setup
+	$(VENV)/bin/python tools/mutation.py run $(MODULES)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

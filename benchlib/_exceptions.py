@@ -4,7 +4,9 @@ Every error that a user can cause or meet derives from :class:`BenchlibError`, s
 line can turn any of them into a one-line message and an exit code instead of a traceback
 (see ``docs/architecture.md`` for where each layer raises them).
 
-Our exception hierarchy, with the exit code of ``benchlib`` when one escapes a command::
+Every exception class of the kit is defined here, and only here (a test holds it); the
+modules that raise them import them from here. Our exception hierarchy, with the exit code
+of ``benchlib`` when one escapes a command::
 
     BenchlibError ............. 1  base class: an error benchlib raises on purpose
     ├── UsageError ............ 2  bad input (a flag, a recipe key, a file), named
@@ -12,13 +14,14 @@ Our exception hierarchy, with the exit code of ``benchlib`` when one escapes a c
     ├── MeasureError .......... 1  a measurement without one successful request
     └── EngineError ........... 1  the engine exited or never became ready (benchlib.engines)
 
-Outside the hierarchy, never raised to a caller::
+Outside the hierarchy, each caught where it is raised and never raised to a caller::
 
     Hangup .................... -  the scripted server leaves a connection (benchlib.scripted)
     FlagSourceError ........... -  an engine's flag set could not be read: its flags are
                                    reported unchecked (benchlib.engines)
-    _Ambiguous ................ -  a flag abbreviation matches several flags (benchlib.engines)
-    _BadStatus ................ -  a /metrics scrape answered, not 200: a recorded fault
+    AmbiguousFlag ............. -  a flag abbreviation matches several flags: reported as
+                                   the flag's problem (benchlib.engines)
+    BadScrapeStatus ........... -  a /metrics scrape answered, not 200: a recorded fault
                                    (benchlib.measure)
     Malformed ................. -  a file that looks like a known format but cannot be
                                    read: a UsageError naming the file (benchlib.importers)
@@ -30,14 +33,16 @@ paths or flags a user typed, for a :class:`UsageError`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pydantic is not imported at ``import benchlib``
     from pydantic import ValidationError
 
-__all__ = ["BenchlibError", "MeasureError", "UsageError", "validation_message",
-           "validation_problems"]
+__all__ = ["AmbiguousFlag", "BadScrapeStatus", "BenchlibError", "EngineError",
+           "FlagSourceError", "Hangup", "Malformed", "MeasureError", "RecipeError",
+           "UsageError", "format_problems", "validation_message", "validation_problems"]
 
 
 class BenchlibError(Exception):
@@ -59,6 +64,64 @@ class UsageError(BenchlibError):
 
 class MeasureError(BenchlibError):
     """A measurement could not produce a single successful request."""
+
+
+class EngineError(BenchlibError):
+    """The engine exited or did not become ready; carries the tail of its log and hints."""
+
+    def __init__(self, message: str, log_tail: str = "", hints: Sequence[str] = ()) -> None:
+        self.log_tail = log_tail
+        self.hints = list(hints)
+        text = message
+        if hints:
+            text += "\n" + "\n".join(f"hint: {h}" for h in hints)
+        if log_tail:
+            text += f"\n--- engine log (tail) ---\n{log_tail}"
+        super().__init__(text)
+
+
+def format_problems(problems: list[tuple[str, str]]) -> str:
+    """One ``key: message`` line per problem, indented under the recipe's name."""
+    return "\n".join(f"  {key}: {msg}" for key, msg in problems)
+
+
+class RecipeError(UsageError):
+    """A recipe that cannot be used; ``problems`` lists ``(key path, message)`` pairs."""
+
+    def __init__(self, path: Path, problems: list[tuple[str, str]]) -> None:
+        self.path = path
+        self.problems = problems
+        super().__init__(str(path), format_problems(problems))
+
+
+class Hangup(Exception):
+    """The scripted server leaves the connection now, without finishing the response
+    (``reset``: with an RST)."""
+
+    def __init__(self, reset: bool) -> None:
+        super().__init__("reset" if reset else "close")
+        self.reset = reset
+
+
+class FlagSourceError(RuntimeError):
+    """An engine's flag set could not be obtained (the message says why); the check then
+    reports the flags as unchecked instead of failing the launch."""
+
+
+class AmbiguousFlag(Exception):
+    """A flag abbreviation that matches several of the engine's flags."""
+
+    def __init__(self, key: str, matches: list[str]) -> None:
+        super().__init__(f"{key} is ambiguous here: {', '.join(matches[:6])}")
+
+
+class BadScrapeStatus(Exception):
+    """The server answered a /metrics scrape, but not with 200."""
+
+
+class Malformed(ValueError):
+    """Input that looks like a known format but cannot be read; the importers' dispatcher
+    turns it into a :class:`UsageError` naming the file (it never reaches a caller)."""
 
 
 def _key_path(loc: tuple[int | str, ...]) -> str:

@@ -17,7 +17,7 @@ reads, and :meth:`TlsChannel.decrypt` decrypts a read in three parts (the record
 last whole record, that record, an unfinished one) so the caller knows which plaintext the
 stamp is exact for (see :class:`Decrypted`).
 
-Both the measuring client (:mod:`benchlib.measure._connection`) and the scripted server
+Both the measuring client (:mod:`benchlib.measure.wire._connection`) and the scripted server
 (:mod:`benchlib.scripted._peer`) use this module.
 """
 

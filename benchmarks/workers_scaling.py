@@ -7,7 +7,7 @@ wire truth of every request (when the server's ``send`` of the first text chunk 
 
 * the capacity ladder: one process at 64, 128, 256 and 512 streams — the largest that keeps
   the p99 TTFT error within 2 ms is ``STREAMS_PER_WORKER``, the default's measure
-  (:mod:`benchlib.measure._split`);
+  (:mod:`benchlib.measure.load._split`);
 * the scaling: 1,024 streams from 1, 2 and 4 worker processes and from the default.
 
 Per row: the median and p99 TTFT error (upper bound − truth), the exact-TTFT fraction, the

@@ -11,11 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from benchlib.models import make_tiny_model
 from tests._tls_files import TlsFiles, make_tls_files
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Mutation testing (tools/mutation.py) runs each mutant against the same examples: a mutant is
+# then killed or not on every run alike, never by a lucky draw. Elsewhere Hypothesis draws anew.
+settings.register_profile("mutation", derandomize=True, database=None)
+if os.environ.get("BENCHLIB_HYPOTHESIS_PROFILE") == "mutation":
+    settings.load_profile("mutation")
 
 
 @pytest.fixture(scope="session")

@@ -185,8 +185,10 @@ def _unwrap(node: ast.expr) -> ast.expr:
 
 
 def field_options(cls: ast.ClassDef, wheel: Wheel, where: ast.Module) -> list[FlagOption]:
-    """The options ``add_cli_args_from_dataclass`` derives from ``cls``'s annotated fields."""
-    out = []
+    """The options ``add_cli_args_from_dataclass`` derives from ``cls``'s annotated fields.
+    A field annotated twice in the class body (SGLang 0.5.15's ``dcp_size``) is one field, as
+    in Python's class namespace: the later annotation at the earlier one's place."""
+    out: dict[str, FlagOption] = {}
     for item in cls.body:
         if not (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
                 and isinstance(item.annotation, ast.Subscript)
@@ -224,8 +226,8 @@ def field_options(cls: ast.ClassDef, wheel: Wheel, where: ast.Module) -> list[Fl
                 kw["choices"] = ast.List(list(values))
             elif head in ("List", "list") and "type_parser" not in meta and "nargs" not in kw:
                 kw["nargs"] = ast.Constant("+")
-        out.append(_option(flags, kw, wheel, where))
-    return out
+        out[item.target.id] = _option(flags, kw, wheel, where)
+    return list(out.values())
 
 
 def _classes(tree: ast.Module) -> dict[str, ast.ClassDef]:

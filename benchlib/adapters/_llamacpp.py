@@ -18,14 +18,23 @@ else llama-cpp-python's ``python -m llama_cpp.server --model … --model_alias �
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from benchlib.adapters._base import CrashHint, EngineAdapter, LaunchInputs, slots
+from benchlib.adapters._llamacpp_log import read_llamacpp_log
+from benchlib.adapters._memory import GIB, MemoryInputs, ReportRow, flag_value, number
 from benchlib.adapters._speculative import Speculative
 from benchlib.measure import MetricNames, MetricSource
 
+if TYPE_CHECKING:
+    from benchlib.memory import Plan
+
 __all__ = ["LLAMACPP"]
 
+#: --cache-type-k values the plan's KV dtypes can size
+_KV_DTYPES = {"f16": "fp16", "bf16": "bf16"}
 _TYPES = {"draft": "draft-simple", "ngram": "ngram-simple", "lookup": "ngram-cache",
           "eagle3": "draft-eagle3", "mtp": "draft-mtp"}
 _K = {"draft": "--spec-draft-n-max", "ngram": "--spec-ngram-simple-size-m",
@@ -77,7 +86,61 @@ class _Llamacpp(EngineAdapter):
         return out
 
 
+    def read_log(self, text: str) -> dict[str, object]:
+        """llama-server's build, slots, devices and each model's lines, target and draft
+        (:mod:`._llamacpp_log`)."""
+        return read_llamacpp_log(text)
+
+    def memory_settings(self, cfg: dict[str, Any], m: MemoryInputs
+                        ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The KV is ``-c`` cells of ``--cache-type-k/v`` over its slots, not a budget: the
+        cache type (sized where the plan knows it) and the slots."""
+        cfg, extra = dict(cfg), dict[str, Any]()
+        cfg.pop("kv_budget_gib", None)
+        ctk = flag_value(m.args, "-ctk", "--cache-type-k") or "f16"
+        ctv = flag_value(m.args, "-ctv", "--cache-type-v") or "f16"
+        extra["cache_type"] = ctk if ctk == ctv else f"{ctk}/{ctv}"
+        if ctk == ctv and ctk in _KV_DTYPES:
+            cfg["kv_cache_dtype"] = _KV_DTYPES[ctk]
+        extra["slots"] = slots(m.args)
+        return cfg, extra
+
+    def memory_rows(self, p: Plan, facts: Mapping[str, Any], m: MemoryInputs,
+                    cfg: Mapping[str, Any], extra: dict[str, Any]) -> list[ReportRow]:
+        """The weights (the model buffer lines against the GGUF's tensors), the KV cache and
+        its cells (``max_model_len`` × slots, as ``-c`` is set); a draft GGUF's weights and
+        KV cache too."""
+        from benchlib.memory import kv_layout, load_gguf
+
+        cells = p.max_model_len * int(extra["slots"])
+        extra["kv_cells"] = cells
+        per_token = p.layout.bytes_per_token + p.layout.sliding_bytes_per_token
+        sized = "kv_cache_dtype" in cfg
+        rows = [ReportRow("weights_gib", p.weights.per_gpu_gib,
+                          number(facts.get("model_loading_gib")),
+                          "log: load_tensors: … model buffer size = X MiB (summed)"),
+                ReportRow("kv_cache_gib", cells * per_token / GIB if sized else None,
+                          number(facts.get("kv_cache_gib")), "log: llama_kv_cache: size = X MiB"),
+                ReportRow("kv_cache_tokens", float(cells), number(facts.get("kv_cache_tokens")),
+                          "log: llama_kv_cache: (N cells, …, S/S seqs): cells × streams")]
+        draft = m.speculative.draft_model
+        if draft is not None and draft.suffix == ".gguf" and draft.is_file():
+            info = load_gguf(draft)
+            rows.append(ReportRow("draft_weights_gib", info.tensor_bytes / GIB,
+                                  number(facts.get("draft_model_gib")),
+                                  "log: the draft's model buffer size lines"))
+            if sized:  # the draft's own KV: as many cells, its own bytes per token
+                layout = kv_layout(info.arch, kv_cache_dtype=str(cfg["kv_cache_dtype"]))
+                rows.append(ReportRow("draft_kv_cache_gib", cells * (
+                    layout.bytes_per_token + layout.sliding_bytes_per_token) / GIB,
+                    number(facts.get("draft_kv_cache_gib")),
+                    "log: the draft's llama_kv_cache: size = X MiB"))
+        return rows
+
 LLAMACPP = _Llamacpp(
+    kit_flags=MappingProxyType({
+        "-m": "model", "--alias": "model.served_name", "--host": "engine.host",
+        "--port": "engine.port", "-c": "engine.max_model_len"}),
     name="llamacpp", label="llama.cpp", distributions=("llama_cpp_python", "llama-cpp-python"),
     crash_hints=(
         CrashHint("removed-argument", re.compile(r"the argument has been removed\."),

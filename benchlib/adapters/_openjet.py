@@ -45,6 +45,9 @@ class _Openjet(EngineAdapter):
 
 
 OPENJET = _Openjet(
+    kit_flags=MappingProxyType({
+        "--model": "model", "--host": "engine.host", "--port": "engine.port",
+        "--ctx": "engine.max_model_len"}),
     name="openjet", label="open-jet", distributions=("open-jet",),
     reserved_flags=MappingProxyType({"-d": _DEPTH, "--draft": _DEPTH}),
     flag_source="committed", flag_tool="tools/engine_flags.py openjet {version}",

@@ -9,6 +9,7 @@ with benchlib installed (default: this one).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from benchlib.adapters._base import EngineAdapter, LaunchInputs
 
@@ -16,12 +17,15 @@ __all__ = ["SCRIPTED"]
 
 
 class _Scripted(EngineAdapter):
+    def environment_python(self, python: Path | None) -> Path | None:
+        return Path(sys.executable) if python is None else python
+
     def command(self, launch: LaunchInputs) -> tuple[list[str], str]:
         python = sys.executable if launch.python is None else str(launch.python)
         return [python, "-m", "benchlib", "scripted-server", "--host", launch.host,
                 "--port", str(launch.port), "--model", launch.served_name], launch.ready_path
 
 
-SCRIPTED = _Scripted(name="scripted", label="the scripted server",
+SCRIPTED = _Scripted(name="scripted", label="the scripted server", python_program=True,
                      no_flag_set="the scripted server: its flags are the kit's own (benchlib "
                                  "scripted-server --help)")

@@ -71,8 +71,15 @@ class _Sglang(EngineAdapter):
 
 
 SGLANG = _Sglang(
+    kit_flags=MappingProxyType({
+        "--model-path": "model", "--served-model-name": "model.served_name",
+        "--host": "engine.host", "--port": "engine.port",
+        "--context-length": "engine.max_model_len", "--tp-size": "engine.parallel.tp",
+        "--pp-size": "engine.parallel.pp", "--nnodes": "hardware.nodes",
+        "--node-rank": "hardware.nodes", "--dist-init-addr": "engine.parallel.head",
+        "--tokenizer-path": "model.tokenizer", "--load-format": "model.weights"}),
     name="sglang", label="SGLang", dummy_weights=True, parallel=True, multi_node=True,
-    takes_python=True, distributions=("sglang",),
+    takes_python=True, python_program=True, distributions=("sglang",),
     # its version and the KV tokens it allocated
     log_patterns=MappingProxyType({
         "version": re.compile(r"(?:sglang version:?|SGLang v)\s*v?(\d+\.\d+[\w.+-]*)"),

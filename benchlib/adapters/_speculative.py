@@ -31,8 +31,8 @@ METHODS: Mapping[str, str] = MappingProxyType({
     "mtp": "the model's own multi-token-prediction layers",
     "suffix": "suffix-tree lookup over the prompt and earlier outputs (vLLM)",
     "lookup": "llama.cpp's lookup decoding (n-gram cache)",
-    "dflash": "a DFlash / DFlash2 block-diffusion drafter (draft_model; vLLM ≥ 0.28, the "
-              "drafter's architecture picks the version)",
+    "dflash": "a DFlash / DFlash2 block-diffusion drafter (draft_model, architecture "
+              "DFlashDraftModel; in vLLM since 0.26.0, the drafter's config picks the version)",
 })
 assert set(METHODS) == set(get_args(SpecMethod)), "METHODS must describe every SpecMethod"
 

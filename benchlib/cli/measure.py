@@ -178,7 +178,7 @@ def config_from_args(args: argparse.Namespace) -> MeasureConfig:
 
 def run(args: argparse.Namespace) -> int:
     from benchlib.measure import format_result, measure
-    from benchlib.measure._endpoint import parse_header
+    from benchlib.measure.wire._endpoint import parse_header
 
     cfg = config_from_args(args)
     headers = [parse_header(h) for h in args.header]

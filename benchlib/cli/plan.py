@@ -35,7 +35,12 @@ def register(sub: Any) -> None:
     p.add_argument("--weight-dtype", default="auto",
                    help="auto (the checkpoint's quantization_config), bf16, fp16, fp32, fp8, "
                    "int8, int4, awq, gptq, nvfp4, mxfp4, bnb-nf4, bnb-int8")
-    p.add_argument("--kv-cache-dtype", default="auto", help="auto, bf16, fp16, fp8")
+    p.add_argument("--kv-cache-dtype", default="auto", help="auto (the checkpoint's KV "
+                   "quantization, else the model dtype, as vLLM), bf16, fp16, fp8, nvfp4")
+    p.add_argument("--quantization", help="vLLM's --quantization: must match the "
+                   "checkpoint's; fp8 or bitsandbytes quantize an unquantized one at load")
+    p.add_argument("--language-model-only", action="store_true", help="vLLM's flag: a "
+                   "multimodal checkpoint's vision/audio towers are not loaded")
     p.add_argument("--max-model-len", type=int, help="default: the config's "
                    "max_position_embeddings")
     p.add_argument("--kv-budget-gib", type=float, help="KV budget per GPU as the engine "
@@ -130,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
             max_num_seqs=args.max_num_seqs, block_size=args.block_size,
             vllm_version=args.vllm_version, decode_batch=args.decode_batch,
             decode_context=args.decode_context, mem_fraction_static=args.mem_fraction_static,
+            quantization=args.quantization, language_model_only=args.language_model_only,
             **adapter(args.engine).plan_settings)
     except ValidationError as exc:
         raise UsageError("plan", validation_message(exc, flags=True)) from None

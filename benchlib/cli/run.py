@@ -34,17 +34,30 @@ def register(sub: Any) -> None:
 
 def _check(path: Path) -> None:
     from benchlib.engines import check_recipe_args
-    from benchlib.recipe import assumption_caveats, load_recipe, resolve_paths
+    from benchlib.recipe import assumption_caveats, open_recipe
     from benchlib.references import recipe_references
 
-    recipe = load_recipe(path)
-    resolved = resolve_paths(recipe, Path.cwd())
+    recipe = resolved = open_recipe(path)
     for checked in check_recipe_args(resolved):
         print(checked.summary)
     refs = recipe_references(resolved)  # read once: the write-up check below uses them
     if recipe.compare.references:
         print(f"references: {len(refs)} published results in "
               f"{len(recipe.compare.references)} files, each beside a scenario of the recipe")
+    from benchlib.pipeline._dry_build import dry_build
+
+    for line in dry_build(resolved):
+        print(line)
+    from benchlib.pipeline._power import power_cap_line
+
+    cap = power_cap_line(resolved)
+    if cap is not None:
+        print(cap)
+    from benchlib.provenance import lock_summary
+
+    for lock in dict.fromkeys(r.engine.lock for _, r in resolved.variant_recipes()):
+        if lock is not None:
+            print(lock_summary(lock))
     from benchlib.report import check_skeleton
 
     cells = check_skeleton(resolved, refs)
@@ -99,11 +112,11 @@ def _run_one(path: Path, args: argparse.Namespace) -> RunSummary:
     import pandas as pd
 
     from benchlib.pipeline import run_recipe
-    from benchlib.recipe import load_recipe
+    from benchlib.recipe import open_recipe
     from benchlib.runs import STEP_COMPARE, STEP_MEASURE, RunFolder, summary_table
 
-    recipe = load_recipe(path)
-    summary = run_recipe(path, outputs=args.outputs, force=args.force)
+    recipe = open_recipe(path)  # once: the runner takes it as read
+    summary = run_recipe(path, recipe, outputs=args.outputs, force=args.force)
     folder = RunFolder(path=summary.run_dir)
     report = _render_report(summary.run_dir, recipe.writeup)
     print(f"\noutputs: {summary.run_dir}")

@@ -89,7 +89,7 @@ def _fault_kinds() -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchlib.measure._endpoint import parse_header
+    from benchlib.measure.wire._endpoint import parse_header
     from benchlib.scripted import FaultRule, ScriptConfig, ScriptedServer
 
     tls = _tls_context(args.tls_cert, args.tls_key)

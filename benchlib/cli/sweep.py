@@ -206,7 +206,7 @@ def _load(mode: str, load: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchlib.measure._endpoint import parse_header
+    from benchlib.measure.wire._endpoint import parse_header
     from benchlib.sweep import PLOT_NAME, SUMMARY_NAME, sweep
 
     cfg = _config(args)

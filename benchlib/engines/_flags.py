@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchlib._exceptions import UsageError
+from benchlib._exceptions import AmbiguousFlag, UsageError
 from benchlib.adapters import ADAPTERS, adapter
 from benchlib.engines._cluster import plan_cluster
 from benchlib.engines._commands import plan_launch
@@ -31,21 +31,10 @@ from benchlib.recipe import EngineSpec, ModelSpec, Recipe
 
 __all__ = ["KNOWN_DIFFERENCES", "FlagCheck", "check_engine_args", "check_recipe_args"]
 
-#: flags the kit passes → the recipe field that sets them
-_KIT_FIELDS = {"--model": "model", "--model-path": "model", "-m": "model",
-               "--served-model-name": "model.served_name", "--alias": "model.served_name",
-               "--host": "engine.host", "--port": "engine.port",
-               "--max-model-len": "engine.max_model_len", "--context-length":
-               "engine.max_model_len", "-c": "engine.max_model_len", "--ctx":
-               "engine.max_model_len", "--tensor-parallel-size": "engine.parallel.tp",
-               "--tp-size": "engine.parallel.tp", "--pipeline-parallel-size":
-               "engine.parallel.pp", "--pp-size": "engine.parallel.pp",
-               "--distributed-executor-backend": "engine.parallel.backend",
-               "--nnodes": "hardware.nodes", "--node-rank": "hardware.nodes",
-               "--master-addr": "engine.parallel.head", "--dist-init-addr":
-               "engine.parallel.head", "--master-port": "engine.parallel.init_port",
-               "--tokenizer": "model.tokenizer", "--tokenizer-path": "model.tokenizer",
-               "--load-format": "model.weights"}
+#: flags the kit passes → the recipe field that sets them, every engine's (its adapter's
+#: ``kit_flags``); a flag two engines share names the same field in both
+_KIT_FIELDS = {flag: name for a in ADAPTERS.values() for flag, name in a.kit_flags.items()}
+assert all(a.kit_flags[f] == _KIT_FIELDS[f] for a in ADAPTERS.values() for f in a.kit_flags)
 _NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 
@@ -123,13 +112,8 @@ def _resolve(token: str, flags: FlagSet) -> tuple[FlagOption | None, str | None,
         if len(matches) == 1:
             return flags.option(matches[0]), attached, token.partition("=")[0], False
         if len(matches) > 1:
-            raise _Ambiguous(key, matches)
+            raise AmbiguousFlag(key, matches)
     return None, attached, key, False
-
-
-class _Ambiguous(Exception):
-    def __init__(self, key: str, matches: list[str]) -> None:
-        super().__init__(f"{key} is ambiguous here: {', '.join(matches[:6])}")
 
 
 def _unknown(token: str, key: str, flags: FlagSet) -> str:
@@ -177,7 +161,7 @@ def _scan(flags: FlagSet, argv: Sequence[tuple[str, str]]) -> list[_Use]:
             continue
         try:
             opt, value, key, dotted = _resolve(token, flags)
-        except _Ambiguous as exc:
+        except AmbiguousFlag as exc:
             uses.append(_Use(field, token, None, str(exc)))
             continue
         if opt is None:

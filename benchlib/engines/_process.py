@@ -25,26 +25,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from benchlib._exceptions import BenchlibError
+from benchlib._exceptions import EngineError
 from benchlib._secrets import SecretFilter
 from benchlib.engines._logparse import parse_engine_log
 from benchlib.engines._ready import http_ok
 
 __all__ = ["EngineError", "EngineProcess"]
 
-
-class EngineError(BenchlibError):
-    """The engine exited or did not become ready; carries the tail of its log and hints."""
-
-    def __init__(self, message: str, log_tail: str = "", hints: Sequence[str] = ()) -> None:
-        self.log_tail = log_tail
-        self.hints = list(hints)
-        text = message
-        if hints:
-            text += "\n" + "\n".join(f"hint: {h}" for h in hints)
-        if log_tail:
-            text += f"\n--- engine log (tail) ---\n{log_tail}"
-        super().__init__(text)
 
 
 def _signal_name(code: int) -> str:

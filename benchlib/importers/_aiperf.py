@@ -28,8 +28,8 @@ so it stays in ``extra`` with ``min`` / ``max`` / ``count`` / ``sum`` under the 
 does not say which) and every other metric go to ``extra`` as written. A file without
 ``error_request_count`` has ``failed = None`` (AIPerf omits it when there are no errors, but
 omission is not a count). ``input_config`` is not stable across versions: its
-``loadgen.concurrency`` / ``loadgen.request_rate`` and ``endpoint.model_names[0]`` are read
-where present.
+``loadgen.concurrency`` / ``loadgen.request_rate`` (a number where present: ``true`` is
+malformed, not a concurrency of 1) and ``endpoint.model_names[0]`` are read where present.
 """
 
 from __future__ import annotations
@@ -122,11 +122,10 @@ def _scalar(block: dict[str, Any], key: str, units: dict[str, Decimal], whole: b
 def _config(obj: dict[str, Any], values: Values, where: str) -> None:
     config = member(obj, "input_config")
     loadgen = member(config, "loadgen")
-    if isinstance(loadgen.get("concurrency"), int):
-        values["max_concurrency"] = loadgen["concurrency"]
-    if isinstance(loadgen.get("request_rate"), int | float):
-        values["request_rate"] = json_float(loadgen["request_rate"],
-                                            f"{where}input_config.loadgen.request_rate")
+    at = f"{where}input_config.loadgen"
+    # a value present must be a number: json_int / json_float refuse a bool (an int in Python)
+    values["max_concurrency"] = json_int(loadgen.get("concurrency"), f"{at}.concurrency")
+    values["request_rate"] = json_float(loadgen.get("request_rate"), f"{at}.request_rate")
     names = member(config, "endpoint").get("model_names")
     if isinstance(names, list) and names and isinstance(names[0], str):
         values["model_id"] = names[0]

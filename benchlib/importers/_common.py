@@ -13,6 +13,8 @@ import math
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from benchlib._exceptions import Malformed
+
 __all__ = ["MS_PER_S", "ONE", "Malformed", "Values", "clean", "json_float", "json_int",
            "member", "percentile_key", "text_float", "text_int"]
 
@@ -22,11 +24,6 @@ Values = dict[str, Any]
 ONE = Decimal(1)
 #: seconds → milliseconds
 MS_PER_S = Decimal(1000)
-
-
-class Malformed(ValueError):
-    """Input that looks like a known format but cannot be read; the dispatcher turns it into a
-    :class:`~benchlib.UsageError` naming the file (it never reaches a caller)."""
 
 
 def _decimal(text: str, what: str) -> Decimal:

@@ -55,6 +55,11 @@ class Block:
         return f"line {line.number if line else self.start}"
 
 
+def _unreadable(number: int, body: str, start: int) -> Malformed:
+    return Malformed(f"line {number}: cannot read {body!r} in the result block starting at "
+                     f"line {start} (expected 'label: value')")
+
+
 def serving_blocks(text_lines: list[str]) -> list[Block]:
     """Every ``Serving Benchmark Result`` block in a log, in order."""
     blocks: list[Block] = []
@@ -87,11 +92,12 @@ def serving_blocks(text_lines: list[str]) -> list[Block]:
                 section = rule.group(1)
                 continue
             labelled = _LABELLED.match(body)
-            label = " ".join(labelled.group("label").split()) if labelled else ""
-            value = labelled.group("value").strip() if labelled else ""
-            if labelled is None or (not value and label not in _HEADINGS):
-                raise Malformed(f"line {i}: cannot read {body!r} in the result block starting "
-                                f"at line {start + 1} (expected 'label: value')")
+            if labelled is None:
+                raise _unreadable(i, body, start + 1)
+            label = " ".join(labelled.group("label").split())
+            value = labelled.group("value").strip()
+            if not value and label not in _HEADINGS:
+                raise _unreadable(i, body, start + 1)
             lines.append(Line(i, section, label, value))
         preamble = tuple(t[len(prefix):] if t.startswith(prefix) else t
                          for t in text_lines[after_last:start])

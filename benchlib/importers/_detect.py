@@ -96,10 +96,23 @@ def _console(text: str) -> list[Values]:
     return [values for _, values in found]
 
 
+def _loads(text: str, where: str) -> Any:
+    """``json.loads``; a document Python cannot hold is malformed, not a crash (bad syntax
+    stays a ``JSONDecodeError``)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # int() reads at most sys.get_int_max_str_digits() digits
+        raise Malformed(f"{where}a number in the JSON has too many digits to read") from None
+    except RecursionError:
+        raise Malformed(f"{where}the JSON is nested too deeply to read") from None
+
+
 def _documents(text: str) -> list[tuple[str, Any]]:
     """The file's JSON documents, each with where it is (``""`` or ``"line 3: "``)."""
     try:
-        return [("", json.loads(text))]
+        return [("", _loads(text, ""))]
     except json.JSONDecodeError as whole:
         lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
         if len(lines) < 2:
@@ -108,7 +121,7 @@ def _documents(text: str) -> list[tuple[str, Any]]:
         docs = []
         for n, line in lines:
             try:
-                docs.append((f"line {n}: ", json.loads(line)))
+                docs.append((f"line {n}: ", _loads(line, f"line {n}: ")))
             except json.JSONDecodeError as exc:
                 raise Malformed(f"line {n}: not valid JSON ({exc.msg}, column {exc.colno}); "
                                 "expected one JSON document, or one JSON object per line") \

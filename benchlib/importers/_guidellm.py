@@ -106,29 +106,32 @@ def _latency(summary: dict[str, Any], metric: str, scale: Decimal, what: str,
 
 
 def _strategy(bench: dict[str, Any], values: Values, extra: dict[str, Any], what: str) -> None:
-    strategy = member(bench, "config").get("strategy") or member(bench, "args").get("strategy")
+    holder = "config" if member(bench, "config").get("strategy") else "args"  # newer, older
+    strategy = member(bench, holder).get("strategy")
     if not isinstance(strategy, dict):
         return
+    what = f"{what}.{holder}.strategy"
     extra["strategy"] = strategy
     kind = strategy.get("type_")
     if kind == "concurrent" and "streams" in strategy:
-        values["max_concurrency"] = json_int(strategy["streams"], f"{what}.strategy.streams")
+        values["max_concurrency"] = json_int(strategy["streams"], f"{what}.streams")
     if kind in ("constant", "poisson") and "rate" in strategy:
-        values["request_rate"] = json_float(strategy["rate"], f"{what}.strategy.rate")
+        values["request_rate"] = json_float(strategy["rate"], f"{what}.rate")
 
 
 def _benchmark(bench: dict[str, Any], what: str) -> Values:
     values: Values = {"source_format": "guidellm-json"}
     extra: dict[str, Any] = {}
     metrics: dict[str, Any] = bench["metrics"]
-    totals = metrics.get("request_totals", bench.get("request_totals"))
+    holder = metrics if "request_totals" in metrics else bench  # newer, older
+    totals = holder.get("request_totals")
     if not isinstance(totals, dict) or "successful" not in totals:
         raise Malformed(f"{what}: no request_totals (successful, incomplete, errored)")
-    values["completed"] = json_int(totals["successful"], f"{what}.request_totals.successful")
-    values["failed"] = json_int(totals.get("errored"), f"{what}.request_totals.errored")
+    at = f"{what}{'.metrics' if holder is metrics else ''}.request_totals"
+    values["completed"] = json_int(totals["successful"], f"{at}.successful")
+    values["failed"] = json_int(totals.get("errored"), f"{at}.errored")
     if "incomplete" in totals:
-        extra["incomplete_requests"] = json_int(totals["incomplete"],
-                                                f"{what}.request_totals.incomplete")
+        extra["incomplete_requests"] = json_int(totals["incomplete"], f"{at}.incomplete")
     values["duration"] = json_float(bench.get("duration"), f"{what}.duration")
     _strategy(bench, values, extra, what)
     worker = member(bench, "worker")
@@ -145,9 +148,9 @@ def _benchmark(bench: dict[str, Any], what: str) -> Values:
         if summary is None:
             continue
         if name in LATENCIES:
-            _latency(summary, *LATENCIES[name], where, values)
+            _latency(summary, *LATENCIES[name], f"{where}.successful", values)
         elif name in RATES:
-            values[RATES[name]] = json_float(summary.pop("mean"), f"{where}.mean")
+            values[RATES[name]] = json_float(summary.pop("mean"), f"{where}.successful.mean")
         elif name in TOTALS and isinstance(summary.get("total_sum"), int | float):
             total = Decimal(repr(summary["total_sum"]))
             if total == total.to_integral_value():

@@ -137,14 +137,10 @@ class ImportedResult(BaseModel):
         """The result as a JSON object: every field (``null`` where the source is silent), each
         metric's percentiles after its ``std``, ``extra`` last; non-finite numbers as text."""
         out: dict[str, Any] = {}
-        for name in ImportedResult.model_fields:
-            if name == "extra":
-                continue
-            value = getattr(self, name)
-            out[name] = value
-            if name.startswith("std_") and name.endswith("_ms"):
+        for name in ImportedResult.model_fields:  # extra is the last field
+            out[name] = getattr(self, name)
+            if name.startswith("std_"):  # std_{metric}_ms
                 for p, v in self.percentiles(name[4:-3]).items():
                     out[f"{p}_{name[4:-3]}_ms"] = v
-        out["extra"] = self.extra
         cleaned: dict[str, Any] = clean(out)
         return cleaned

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from benchlib.importers._common import Malformed, Values, json_float, json_int, text_float
+from benchlib.importers._common import Malformed, Values, json_float, json_int
 from benchlib.importers._console import Block, Kind, apply_labels
 from benchlib.importers._vllm import PER_REQUEST, unlimited
 
@@ -73,14 +73,14 @@ def is_sglang_block(block: Block) -> bool:
 _NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
 
 
-def _rate(values: Values, extra: dict[str, Any], what: str) -> None:
+def _rate(values: Values, extra: dict[str, Any]) -> None:
     """``Traffic request rate:`` as printed: ``inf``, a number, or a word (``trace``: the
     trace's own timestamps), which is no rate and stays in ``extra``."""
     rate = values.get("request_rate")
     if rate is None or rate == "inf":
         return
-    if _NUMBER.match(rate):
-        values["request_rate"] = text_float(rate, what)
+    if _NUMBER.match(rate):  # plain decimal digits: float() reads them as text_float does
+        values["request_rate"] = float(rate)
     else:
         extra["request_rate"] = rate
         values["request_rate"] = None
@@ -91,7 +91,7 @@ def console_result(block: Block) -> Values:
     values: Values = {"source_format": "sglang-console"}
     extra: dict[str, Any] = {}
     apply_labels(block, TABLE, NAMES, values, extra)
-    _rate(values, extra, f"{block.where()}: Traffic request rate")
+    _rate(values, extra)
     values["extra"] = extra
     return values
 

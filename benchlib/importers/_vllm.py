@@ -103,20 +103,22 @@ def console_result(block: Block) -> Values:
     positions: list[float] = []
     rest = []
     for line in block.lines:
-        if _POSITION.match(line.label) and line.section == "Speculative Decoding":
+        if line.section == "Speculative Decoding" and (m := _POSITION.match(line.label)):
             positions.append(text_float(line.value,
-                                        f"{block.where(line)}: {line.label.rstrip(':')}"))
+                                        f"{block.where(line)}: Position {m.group(1)}"))
         else:
             rest.append(line)
     apply_labels(dataclasses.replace(block, lines=tuple(rest)), TABLE, NAMES, values, extra)
     if positions:
         extra["spec_decode_per_position_acceptance_pct"] = positions
     before: Values = {}
-    for raw in block.preamble:
+    # the preamble is the lines just above the block: its first is line start - len(preamble)
+    for n, raw in enumerate(block.preamble, block.start - len(block.preamble)):
         text = raw.strip()
         for label, (key, kind) in PREAMBLE.items():
             if text.startswith(label):
-                before[key] = read_value(kind, text[len(label):].strip(), label.rstrip(":"))
+                before[key] = read_value(kind, text[len(label):].strip(),
+                                         f"line {n}: {label[:-1]}")
     values.setdefault("max_concurrency", before.get("max_concurrency"))
     if "request_rate" in before:  # full precision; the block's line has 2 decimals
         values["request_rate"] = before["request_rate"]
@@ -150,7 +152,7 @@ def unlimited(value: Any, what: str) -> float | str | None:
     if value is None or value == "inf":
         return None if value is None else "inf"
     number = json_float(value, what)
-    return "inf" if number is not None and math.isinf(number) and number > 0 else number
+    return "inf" if number == math.inf else number
 
 
 def json_result(obj: dict[str, Any], where: str) -> Values:

@@ -9,20 +9,20 @@ Around a scenario, a :class:`MetricsSampler` reads the engine's own ``/metrics``
 against what the client saw (:class:`ClientStreams`).
 """
 
-from benchlib.measure._config import MeasureConfig
-from benchlib.measure._connection import StreamCapture
-from benchlib.measure._conversations import ConversationSummary, TurnSummary
-from benchlib.measure._converse import planned_requests
-from benchlib.measure._corpus import Corpus, Passage, load_corpus
-from benchlib.measure._datasets import DatasetKind, file_prompts, length_range, random_prompts
-from benchlib.measure._endpoint import Endpoint
-from benchlib.measure._intervals import Interval, Intervals
-from benchlib.measure._limits import open_file_limit, raise_open_file_limit
-from benchlib.measure._metrics import summarize
-from benchlib.measure._records import RequestRecord, read_requests, requests_path
-from benchlib.measure._report import format_result
-from benchlib.measure._request import Prompt, RequestOutcome, build_body, decode_capture
-from benchlib.measure._result import (
+from benchlib.measure.load._conversations import ConversationSummary, TurnSummary
+from benchlib.measure.load._converse import planned_requests
+from benchlib.measure.load._run import (
+    build_requests,
+    load_tokenizer,
+    measure,
+    repeat_configs,
+    run_coroutine,
+    trace_rate_check,
+    warmup_bodies,
+)
+from benchlib.measure.results._records import RequestRecord, read_requests, requests_path
+from benchlib.measure.results._report import format_result
+from benchlib.measure.results._result import (
     METRICS,
     MeasureResult,
     RepeatSummary,
@@ -31,25 +31,8 @@ from benchlib.measure._result import (
     TokenSources,
     percentile_key,
 )
-from benchlib.measure._run import build_requests, load_tokenizer, measure, run_coroutine
-from benchlib.measure._sampler import MetricsSampler, metrics_url
-from benchlib.measure._sampling import (
-    LENGTH_KEYS,
-    SAMPLING_KEYS,
-    SERVER_DEFAULT,
-    SentKeys,
-    sent_keys,
-)
-from benchlib.measure._seeds import (
-    concurrency_seed,
-    derive,
-    probe_seed,
-    ramp_seed,
-    repeat_seed,
-    sdk_seed,
-    warmup_seed,
-)
-from benchlib.measure._server_metrics import (
+from benchlib.measure.server._sampler import MetricsSampler, metrics_url
+from benchlib.measure.server._server_metrics import (
     SERVER_METRICS,
     GaugeStats,
     MetricNames,
@@ -59,16 +42,55 @@ from benchlib.measure._server_metrics import (
     ServerGauges,
     ServerMetrics,
 )
-from benchlib.measure._spec import (
+from benchlib.measure.server._spec import (
     ClientStreams,
     Reconciliation,
     SpecAcceptance,
     SpecDecodeReport,
     spec_decode_report,
 )
-from benchlib.measure._text_prompts import INSTRUCTIONS, text_prompts
-from benchlib.measure._timing import Timing
-from benchlib.measure._workload import (
+from benchlib.measure.stats._intervals import Interval, Intervals
+from benchlib.measure.stats._metrics import summarize
+from benchlib.measure.stats._step_cost import (
+    DecodeSteps,
+    Projection,
+    SpecCost,
+    decode_steps,
+    request_decode_rate,
+    spec_cost,
+)
+from benchlib.measure.wire._connection import StreamCapture
+from benchlib.measure.wire._decode import decode_capture
+from benchlib.measure.wire._endpoint import Endpoint
+from benchlib.measure.wire._limits import open_file_limit, raise_open_file_limit
+from benchlib.measure.wire._request import Prompt, RequestOutcome, build_body
+from benchlib.measure.wire._timing import Timing
+from benchlib.measure.workload._config import MeasureConfig
+from benchlib.measure.workload._corpus import Corpus, Passage, load_corpus
+from benchlib.measure.workload._datasets import (
+    DatasetKind,
+    file_prompts,
+    length_range,
+    random_prompts,
+)
+from benchlib.measure.workload._sampling import (
+    LENGTH_KEYS,
+    SAMPLING_KEYS,
+    SERVER_DEFAULT,
+    SentKeys,
+    sent_keys,
+)
+from benchlib.measure.workload._seeds import (
+    concurrency_seed,
+    derive,
+    probe_seed,
+    ramp_seed,
+    repeat_seed,
+    sdk_seed,
+    warmup_seed,
+)
+from benchlib.measure.workload._text_prompts import INSTRUCTIONS, text_prompts
+from benchlib.measure.workload._workload import (
     EndpointSetting,
     OutputLen,
     RequestTimeout,
@@ -87,6 +109,7 @@ __all__ = [
     "ConversationSummary",
     "Corpus",
     "DatasetKind",
+    "DecodeSteps",
     "Endpoint",
     "EndpointSetting",
     "GaugeStats",
@@ -99,6 +122,7 @@ __all__ = [
     "MetricsSampler",
     "OutputLen",
     "Passage",
+    "Projection",
     "Prompt",
     "Reconciliation",
     "RepeatSummary",
@@ -113,6 +137,7 @@ __all__ = [
     "ServerGauges",
     "ServerMetrics",
     "SpecAcceptance",
+    "SpecCost",
     "SpecDecodeReport",
     "StreamCapture",
     "Timing",
@@ -124,6 +149,7 @@ __all__ = [
     "build_requests",
     "concurrency_seed",
     "decode_capture",
+    "decode_steps",
     "derive",
     "file_prompts",
     "format_result",
@@ -140,13 +166,18 @@ __all__ = [
     "ramp_seed",
     "random_prompts",
     "read_requests",
+    "repeat_configs",
     "repeat_seed",
+    "request_decode_rate",
     "requests_path",
     "run_coroutine",
     "sdk_seed",
     "sent_keys",
+    "spec_cost",
     "spec_decode_report",
     "summarize",
     "text_prompts",
+    "trace_rate_check",
+    "warmup_bodies",
     "warmup_seed",
 ]

@@ -19,8 +19,8 @@ from benchlib.memory._arch import (
     MLASpec,
     ModelArch,
     MoESpec,
-    arch_from_dict,
 )
+from benchlib.memory._arch_read import arch_from_dict
 from benchlib.memory._cases import CaseResult, ValidationCase, check_case, load_cases
 from benchlib.memory._decode import DecodeFloor, decode_floor, experts_touched
 from benchlib.memory._figures import plan_figures

@@ -13,7 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from benchlib._exceptions import UsageError
-from benchlib.memory._arch import ModelArch, arch_from_dict
+from benchlib.memory._arch import ModelArch
+from benchlib.memory._arch_read import arch_from_dict
 
 __all__ = ["GGUFInfo", "load_gguf"]
 

@@ -41,7 +41,7 @@ __all__ = [
     "with_draft",
 ]
 
-KV_CACHE_DTYPES = ("auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2")
+KV_CACHE_DTYPES = ("auto", "bf16", "fp16", "fp8", "fp8_e4m3", "fp8_e5m2", "nvfp4")
 #: layer kinds that keep a fixed state per request instead of KV per token
 _STATEFUL = ("linear", "mamba")
 
@@ -57,6 +57,12 @@ class LayerCache(BaseModel):
     #: bytes per request (linear and Mamba layers' recurrent + conv state; 0 otherwise)
     state_bytes: int = 0
     window: int | None = None
+    #: what else makes vLLM's spec of this layer (its KV heads × head size, a drafter's
+    #: non-causal attention): layers whose specs differ form separate KV groups
+    shape: str = ""
+    #: extra state blocks a request holds while speculating (a recurrent layer keeps one per
+    #: draft token: ``MambaSpec.num_speculative_blocks``)
+    spec_blocks: int = 0
 
 
 class KVLayout(BaseModel):
@@ -113,20 +119,26 @@ def _dtype_bytes(kv_dtype: str, model_dtype: str) -> float:
                          + ", ".join(KV_CACHE_DTYPES))
     if kv_dtype.startswith("fp8"):
         return 1.0
+    if kv_dtype == "nvfp4":  # packed fp4 + an fp8 scale per 16 (nvfp4_kv_cache_full_dim)
+        return 0.5 + 1 / 16
     if kv_dtype == "auto" and model_dtype == "float32":
         return 2.0  # vLLM serves fp32 checkpoints in bf16
     return 2.0
 
 
 def kv_layout(a: ModelArch, *, tp: int = 1, kv_cache_dtype: str = "auto", block_size: int = 16,
-              hybrid_block_alignment: int | None = None, mtp: bool = False) -> KVLayout:
+              hybrid_block_alignment: int | None = None, mtp: bool = False,
+              num_speculative_tokens: int = 0) -> KVLayout:
     """Per-layer cache sizes on one GPU of a ``tp``-way tensor-parallel group.
 
     ``hybrid_block_alignment`` is the kernel block multiple vLLM rounds a hybrid model's
     attention block to (64 for MLA backends, 16 otherwise, when left ``None``). ``mtp``: the
     checkpoint's multi-token-prediction layers are served (``--speculative-config method
     mtp``), each an attention layer of its own (with its own indexer under DSA) whose cache
-    vLLM takes from the same budget.
+    vLLM takes from the same budget. ``num_speculative_tokens`` (k): a recurrent layer's
+    convolution state keeps ``kernel − 1 + k`` positions and a request holds ``1 + k`` state
+    blocks (``mamba_utils.py``, ``MambaSpec``; prefix caching off, vLLM's default for
+    hybrids).
     """
     if tp < 1:
         raise UsageError("--tp", "must be >= 1")
@@ -158,39 +170,44 @@ def kv_layout(a: ModelArch, *, tp: int = 1, kv_cache_dtype: str = "auto", block_
     if a.linear is not None:
         la = a.linear
         conv_dim = (la.num_v_heads * la.head_v_dim + 2 * la.num_k_heads * la.head_k_dim) // tp
-        conv = conv_dim * (la.conv_kernel - 1) * 2
+        conv = conv_dim * (la.conv_kernel - 1 + num_speculative_tokens) * 2
         rec_elems = (la.num_v_heads // tp) * la.head_v_dim * la.head_k_dim
         state = conv + rec_elems * (4 if la.recurrent_fp32 else 2)
     if a.mamba is not None:
         mb = a.mamba
-        ssm = mb.conv_dim // tp * (mb.d_conv - 1) * 2
+        ssm = mb.conv_dim // tp * (mb.d_conv - 1 + num_speculative_tokens) * 2
         ssm += mb.d_inner // tp * mb.d_state * (4 if mb.state_fp32 else 2)
     layers = []
+    k = num_speculative_tokens
+    shape = f"{kv_heads}x{a.head_dim}"
     for i, kind in enumerate(a.layer_kinds):
         if kind == "none":
             continue
         if a.parallel_mamba and kind != "mamba":
-            layers.append(LayerCache(kind="mamba", bytes_per_token=0, state_bytes=ssm))
+            layers.append(LayerCache(kind="mamba", bytes_per_token=0, state_bytes=ssm,
+                                     spec_blocks=k))
         if kind == "mamba":
-            layers.append(LayerCache(kind=kind, bytes_per_token=0, state_bytes=ssm))
+            layers.append(LayerCache(kind=kind, bytes_per_token=0, state_bytes=ssm,
+                                     spec_blocks=k))
         elif kind == "linear":
-            layers.append(LayerCache(kind=kind, bytes_per_token=0, state_bytes=state))
+            layers.append(LayerCache(kind=kind, bytes_per_token=0, state_bytes=state,
+                                     spec_blocks=k))
         elif kind == "mla":
             own = a.mla is not None and a.mla.has_indexer(i, a.num_layers)
             layers.append(LayerCache(kind=kind,
                                      bytes_per_token=mla_bytes + (index_bytes if own else 0)))
         elif kind == "sliding":
             layers.append(LayerCache(kind=kind, bytes_per_token=attn_bytes,
-                                     window=a.sliding_window))
+                                     window=a.sliding_window, shape=shape))
         else:
-            layers.append(LayerCache(kind=kind, bytes_per_token=attn_bytes))
+            layers.append(LayerCache(kind=kind, bytes_per_token=attn_bytes, shape=shape))
     for j in range(a.mtp_layers if mtp else 0):
         if a.mla is not None:
             own = a.mla.has_indexer(a.num_layers + j, a.num_layers)
             layers.append(LayerCache(kind="mla",
                                      bytes_per_token=mla_bytes + (index_bytes if own else 0)))
         else:
-            layers.append(LayerCache(kind="full", bytes_per_token=attn_bytes))
+            layers.append(LayerCache(kind="full", bytes_per_token=attn_bytes, shape=shape))
     if mtp and a.mtp_layers:
         notes.append(f"{a.mtp_layers} MTP layer(s) keep their own cache beside the model's")
     blk = block_size
@@ -210,11 +227,15 @@ def kv_layout(a: ModelArch, *, tp: int = 1, kv_cache_dtype: str = "auto", block_
         state_bytes_per_request=sum(x.state_bytes for x in layers), notes=notes)
 
 
-def with_draft(target: KVLayout, draft: KVLayout) -> KVLayout:
+def with_draft(target: KVLayout, draft: KVLayout, *, non_causal: bool = False) -> KVLayout:
     """The target's layout with a draft model's layers added: vLLM registers the drafter's
     attention layers beside the target's (``SpecDecodeBaseProposer.load_model``), in the same
-    KV groups when their pages match, so one budget is divided over both."""
-    layers = [*target.layers, *draft.layers]
+    KV groups when their specs match (same kind, heads and head size, both causal), so one
+    budget is divided over both. ``non_causal``: the drafter attends non-causally (DFlash),
+    a spec of its own."""
+    mark = "+non-causal" if non_causal else ""
+    layers = [*target.layers, *(x.model_copy(update={"shape": x.shape + mark})
+                                for x in draft.layers)]
     return target.model_copy(update={
         "layers": layers,
         "bytes_per_token": target.bytes_per_token + draft.bytes_per_token,
@@ -229,7 +250,7 @@ def with_draft(target: KVLayout, draft: KVLayout) -> KVLayout:
 def _blocks_per_request(layer: LayerCache, block: int, max_model_len: int,
                         max_num_batched_tokens: int) -> int:
     if layer.kind in _STATEFUL:
-        return 1
+        return 1 + layer.spec_blocks
     if layer.kind == "sliding" and layer.window:
         tokens = min(layer.window - 1 + max_num_batched_tokens, max_model_len)
         return math.ceil(tokens / block) + 1
@@ -242,12 +263,14 @@ def kv_capacity(layout: KVLayout, budget_bytes: float, *, max_model_len: int,
 
     Layers of one attention type whose pages differ (GLM-5.2's MLA layers with and without
     their own indexer key) form one group whose block is the sum of their pages
-    (``UniformTypeKVCacheSpecs``); otherwise layers group by kind, window and page."""
-    buckets: dict[tuple[str, int | None, int], list[LayerCache]] = {}
+    (``UniformTypeKVCacheSpecs``); otherwise layers group by kind, window, page and spec
+    (heads × head size, a drafter's causality): differing specs form groups of their own."""
+    buckets: dict[tuple[str, int | None, int, str], list[LayerCache]] = {}
     kinds = {layer.kind for layer in layout.layers}
     one_type = len(kinds) == 1 and kinds <= {"full", "mla"}
     for layer in layout.layers:
-        key = (layer.kind, layer.window, 0 if one_type else layout.page_bytes(layer))
+        key = (layer.kind, layer.window, 0 if one_type else layout.page_bytes(layer),
+               "" if one_type else layer.shape)
         buckets.setdefault(key, []).append(layer)
     counts = [len(v) for v in buckets.values()]
     group_size = min(counts)

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from benchlib._exceptions import UsageError
-from benchlib.memory._arch import ModelArch, arch_from_dict
+from benchlib.memory._arch import ModelArch
+from benchlib.memory._arch_read import arch_from_dict
 from benchlib.memory._gguf import load_gguf
+from benchlib.memory._quant import read_quantization
 
 __all__ = ["load_model_config"]
 
@@ -41,6 +43,8 @@ def load_model_config(path: Path | str) -> ModelArch:
 
     A ``model.safetensors.index.json`` beside it adds the checkpoint's ``total_size`` (and
     ``total_parameters`` where the index has it), so the plan can say which number it used.
+    A ``hf_quant_config.json`` beside it (NVIDIA ModelOpt) declares the quantization when
+    ``config.json`` does not, as vLLM reads it (:mod:`benchlib.memory._quant`).
     A ``.gguf`` file is read with :func:`benchlib.memory.load_gguf`.
     """
     p = Path(path)
@@ -58,4 +62,8 @@ def load_model_config(path: Path | str) -> ModelArch:
     arch = arch_from_dict(raw, name=str(raw.get("_name_or_path") or file.parent.name),
                           source=str(file))
     updates = _checkpoint_index(file.parent)
+    if arch.quantization is None:  # ModelOpt's hf_quant_config.json, as vLLM reads it
+        sidecar = read_quantization(raw, file.parent)
+        if sidecar is not None:
+            updates["quantization"] = sidecar
     return arch.model_copy(update=updates) if updates else arch

@@ -11,7 +11,8 @@ overhead, term by term"), not a constant fitted to logs:
 
 * ``gpu_memory_utilization``: 0.92 by default (``config/cache.py``; 0.9 before 0.21).
 * The profile run: ``max_num_batched_tokens`` T tokens in ``max_num_seqs`` N requests (8192
-  and 1024 on a GPU of ≥ 70 GiB but an A100, else 2048 and 256), then the sampler on N rows.
+  and 1024 on a GPU of ≥ 70 GiB but an A100, else 2048 and 256; a default T never exceeds
+  ``max_num_seqs × max_model_len``), then the sampler on N rows.
   Two model runners profile differently (:func:`model_runner`): the **V2** runner (dense
   models, and DeepSeek-V2 / Qwen2-MoE / Granite-MoE) runs a greedy sampler, peak
   ``2·H·T + 2·N·V_pad`` bytes; the **V1** runner (other MoE models, hybrids, draft-model and
@@ -191,8 +192,12 @@ def overhead_model(a: ModelArch, *, tp: int, vllm_version: str, memory_gib: floa
     ``cuda_graphs``: False under ``--enforce-eager`` (nothing captured, no estimate taken)."""
     era = vllm_era(vllm_version)
     big = era != "legacy" and _big_gpu(memory_gib, gpu)
+    seqs = max_num_seqs or (1024 if big else 256)
     tokens = max_num_batched_tokens or (8192 if big else 2048)
-    seqs = min(max_num_seqs or (1024 if big else 256), tokens)
+    if max_num_batched_tokens is None and era != "legacy":
+        # arg_utils.py: a default never exceeds max_num_seqs × max_model_len
+        tokens = min(tokens, seqs * max_model_len)
+    seqs = min(seqs, tokens)
     runner = model_runner(a, vllm_version, speculative)
     if runner == "legacy":
         return legacy_overhead(a, tp=tp, era=era, tokens=tokens, seqs=seqs)

@@ -14,107 +14,34 @@ lines); the activation peak is a model fitted to published logs (see
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict
 
 from benchlib._exceptions import UsageError
 from benchlib.memory._arch import ModelArch
 from benchlib.memory._decode import DecodeFloor, decode_floor
+from benchlib.memory._draft import plan_draft
 from benchlib.memory._gpus import GPU, find_gpu
 from benchlib.memory._kv import (
-    KV_CACHE_DTYPES,
     KVCapacity,
     KVLayout,
     kv_capacity,
     kv_layout,
     legacy_token_report,
-    with_draft,
 )
 from benchlib.memory._load import load_model_config
-from benchlib.memory._overhead import Overhead, default_utilization, overhead_model
+from benchlib.memory._overhead import Overhead, overhead_model
 from benchlib.memory._params import ParamBreakdown, count_params
+from benchlib.memory._plan_config import PlanConfig
+from benchlib.memory._quant import check_quantization, checkpoint_kv_dtype
 from benchlib.memory._sglang import SGLangPool, sglang_pool
-from benchlib.memory._weights import WEIGHT_DTYPES, WeightPlan, weight_plan
+from benchlib.memory._weights import WeightPlan, weight_plan
 
-__all__ = ["Plan", "PlanConfig", "plan", "sweep_max_model_len"]
+__all__ = ["Plan", "PlanConfig", "plan", "sweep_max_model_len"]  # PlanConfig re-exported
 
 GIB = 1024**3
-_VERSION_RE = re.compile(r"^\d+\.\d+")
-
-
-def _version(v: str) -> tuple[int, int]:
-    m = _VERSION_RE.match(v.lstrip("v"))
-    if not m:
-        return (0, 32)
-    major, minor = m.group(0).split(".")
-    return int(major), int(minor)
-
-
-class PlanConfig(BaseModel):
-    """Inputs of a plan. Field names are ``benchlib plan``'s flags (``-`` → ``_``), so a recipe
-    can hold the same keys; ``model`` is ``--model-config``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    model: Path
-    gpu: str | None = None
-    gpu_memory_gib: float | None = Field(None, gt=0)
-    gpu_bandwidth_gbs: float | None = Field(None, gt=0)
-    num_gpus: int | None = Field(None, ge=1)
-    tp: int | None = Field(None, ge=1)
-    gpu_memory_utilization: float | None = Field(
-        None, gt=0, le=1, description="default: the vLLM version's own (0.92 since 0.21)")
-    weight_dtype: str = "auto"
-    kv_cache_dtype: str = "auto"
-    max_model_len: int | None = Field(None, ge=1)
-    kv_budget_gib: float | None = None
-    max_num_batched_tokens: int | None = Field(None, ge=1)
-    max_num_seqs: int | None = Field(None, ge=1)
-    block_size: int = Field(16, ge=1)
-    vllm_version: str = "0.32"
-    decode_batch: int = Field(32, ge=1)
-    decode_context: int | None = Field(None, ge=1)
-    sglang_pool: bool = Field(
-        False, description="also predict what SGLang will report (max_total_num_tokens); its "
-        "adapter sets it for an SGLang recipe")
-    mem_fraction_static: float | None = Field(
-        None, gt=0, le=1, description="SGLang's --mem-fraction-static (default: SGLang's own)")
-    speculative: str | None = Field(
-        None, description="the speculative method the engine runs (draft, ngram, eagle, "
-        "mtp …): vLLM then profiles its rejection sampler")
-    draft_model: Path | None = Field(
-        None, description="a draft model's folder (config.json): its weights and KV layers "
-        "count on every GPU beside the target's")
-    cuda_graphs: bool = Field(
-        True, description="False under --enforce-eager: no graphs captured, so vLLM takes no "
-        "CUDA-graph estimate off the KV budget")
-
-    @property
-    def utilization(self) -> float:
-        """The utilization in force: the one given, else this vLLM version's default."""
-        return self.gpu_memory_utilization or default_utilization(self.vllm_version)
-
-    @model_validator(mode="after")
-    def _check(self) -> PlanConfig:
-        if self.gpu is not None and self.gpu_memory_gib is not None:
-            raise ValueError("give --gpu or --gpu-memory-gib, not both")
-        if self.weight_dtype not in WEIGHT_DTYPES:
-            raise ValueError(f"--weight-dtype {self.weight_dtype!r}: use one of "
-                             + ", ".join(WEIGHT_DTYPES))
-        if self.kv_cache_dtype not in KV_CACHE_DTYPES:
-            raise ValueError(f"--kv-cache-dtype {self.kv_cache_dtype!r}: use one of "
-                             + ", ".join(KV_CACHE_DTYPES))
-        if self.num_gpus and self.tp and self.num_gpus % self.tp:
-            raise ValueError(f"--num-gpus {self.num_gpus} is not a multiple of --tp {self.tp}")
-        if not _VERSION_RE.match(self.vllm_version.lstrip("v")):
-            raise ValueError(f"--vllm-version {self.vllm_version!r}: expected like 0.32 or 0.10.1")
-        return self
-
-
 class Plan(BaseModel):
     """Everything the plan computed; :meth:`summary` is the CLI's JSON."""
 
@@ -168,7 +95,7 @@ class Plan(BaseModel):
             "weights_high_precision": self.weights.high_precision,
             "weights_gib_total": round(self.weights.total_gib, 3),
             "weights_gib_per_gpu": round(self.weights.per_gpu_gib, 3),
-            "kv_cache_dtype": self.config.kv_cache_dtype,
+            "kv_cache_dtype": self.layout.kv_dtype,
             "kv_bytes_per_token": self.layout.bytes_per_token,
             "kv_sliding_bytes_per_token": self.layout.sliding_bytes_per_token,
             "kv_state_bytes_per_request": self.layout.state_bytes_per_request,
@@ -226,6 +153,19 @@ def _with_mtp(weights: WeightPlan, params: ParamBreakdown, tp: int) -> WeightPla
 def plan(cfg: PlanConfig, arch: ModelArch | None = None) -> Plan:
     """Compute the plan for ``cfg`` (``arch`` skips reading the config file again)."""
     a = arch or load_model_config(cfg.model)
+    load_notes: list[str] = []
+    if cfg.language_model_only and a.tower_params:  # interfaces.py _mark_tower_model
+        load_notes.append(f"--language-model-only: the {a.tower_params / 1e9:.2f} B-parameter "
+                          "vision/audio towers are not built")
+        a = a.model_copy(update={"tower_params": 0})
+    weight_dtype = cfg.weight_dtype
+    if weight_dtype == "auto":
+        weight_dtype = check_quantization(a.quantization, cfg.quantization) or "auto"
+    kv_dtype = cfg.kv_cache_dtype
+    if kv_dtype == "auto" and (ckpt_kv := checkpoint_kv_dtype(a.quantization)):
+        kv_dtype = ckpt_kv
+        load_notes.append(f"KV cache {ckpt_kv}: the checkpoint's KV quantization, which "
+                          "vLLM's --kv-cache-dtype auto follows")
     tp = cfg.tp or cfg.num_gpus or 1
     num_gpus = cfg.num_gpus or tp
     gpu, memory, bandwidth = _resolve_gpu(cfg)
@@ -236,27 +176,35 @@ def plan(cfg: PlanConfig, arch: ModelArch | None = None) -> Plan:
     warnings: list[str] = []
     _check_tp(a, tp, warnings)
     params = count_params(a)
-    weights = weight_plan(a, tp=tp, weight_dtype=cfg.weight_dtype, params=params)
+    weights = weight_plan(a, tp=tp, weight_dtype=weight_dtype, params=params)
+    weights = weights.model_copy(update={"notes": [*load_notes, *weights.notes]})
     serve_mtp = cfg.speculative == "mtp" and a.mtp_layers > 0
-    layout = kv_layout(a, tp=tp, kv_cache_dtype=cfg.kv_cache_dtype, block_size=cfg.block_size,
-                       mtp=serve_mtp)
+    spec_k = (cfg.num_speculative_tokens or 0) if cfg.speculative else 0
+    layout = kv_layout(a, tp=tp, kv_cache_dtype=kv_dtype, block_size=cfg.block_size,
+                       mtp=serve_mtp, num_speculative_tokens=spec_k)
     if serve_mtp:
         weights = _with_mtp(weights, params, tp)
     draft = load_model_config(cfg.draft_model) if cfg.draft_model is not None else None
-    if draft is not None:
-        dweights = weight_plan(draft, tp=tp, weight_dtype=cfg.weight_dtype)
-        weights = weights.model_copy(update={
-            "total_bytes": weights.total_bytes + dweights.total_bytes,
-            "per_gpu_bytes": weights.per_gpu_bytes + dweights.per_gpu_bytes,
-            "notes": [*weights.notes, f"the draft model's {dweights.per_gpu_gib:.2f} GiB per "
-                      "GPU loads with the target's ('Model loading took' counts both)"]})
-        layout = with_draft(layout, kv_layout(draft, tp=tp, kv_cache_dtype=cfg.kv_cache_dtype,
-                                              block_size=cfg.block_size))
+    if draft is not None and cfg.draft_model is not None:
+        weights, layout = plan_draft(weights, layout, target=a, draft=draft,
+                                     folder=cfg.draft_model, method=cfg.speculative, tp=tp,
+                                     weight_dtype=weight_dtype, kv_cache_dtype=kv_dtype,
+                                     block_size=cfg.block_size)
     overhead = overhead_model(a, tp=tp, vllm_version=cfg.vllm_version, memory_gib=memory,
                               gpu=gpu, max_num_batched_tokens=cfg.max_num_batched_tokens,
                               max_num_seqs=cfg.max_num_seqs, max_model_len=max_len,
                               speculative=cfg.speculative, draft=draft,
                               cuda_graphs=cfg.cuda_graphs)
+    if "block" in weights.scheme and "fp8" in weights.scheme:
+        warnings.append("ready in: FP8 block-quantized weights make vLLM 0.26.0 warm up DeepGEMM "
+                        "kernels after sizing the KV cache (Qwen3-32B-FP8 on an H200: more "
+                        "than 3 minutes, 1,155 kernels); give the recipe's ready_timeout_s "
+                        "600 s or more")
+    if a.linear is not None and overhead.runner == "v1":
+        warnings.append("activation peak: the Gated-DeltaNet prefill's own buffers are not "
+                        "modelled (one live run, Qwen3.5-27B + DFlash on vLLM 0.26.0, H200: "
+                        "2.73 GiB against the plan's 0.59): the predicted KV budget may be "
+                        "about 2 GiB high; pass the engine's as --kv-budget-gib")
     # vLLM requests ceil(total × utilization) bytes (v1/worker/utils.py request_memory)
     usable = math.ceil(memory * GIB * cfg.utilization) / GIB if memory else None
     budget: float | None
@@ -298,7 +246,7 @@ def plan(cfg: PlanConfig, arch: ModelArch | None = None) -> Plan:
             decode.append(decode_floor(a, weights, layout, bandwidth_gbs=bandwidth, batch=b,
                                        context_tokens=ctx))
     pool = sglang_pool(a, weights_gib=weights.per_gpu_gib, tp=tp,
-                       kv_cache_dtype=cfg.kv_cache_dtype, gpu_memory_gib=memory,
+                       kv_cache_dtype=kv_dtype, gpu_memory_gib=memory,
                        mem_fraction_static=cfg.mem_fraction_static,
                        ) if cfg.sglang_pool and memory else None
     return Plan(config=cfg, arch=a, gpu=gpu, tp=tp, num_gpus=num_gpus, memory_gib=memory,

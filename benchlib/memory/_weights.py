@@ -1,7 +1,9 @@
 """Weight bytes by dtype and quantization format, in total and per GPU under tensor parallelism.
 
-The format comes from the checkpoint's ``quantization_config`` (or ``--weight-dtype``): FP8
-(per-block or per-channel scales), compressed-tensors (pack-quantized INT4 with group scales,
+The format comes from the checkpoint's declaration as vLLM reads it (``quantization_config``,
+or ModelOpt's ``hf_quant_config.json``: :mod:`benchlib.memory._quant`) or ``--weight-dtype``:
+FP8 (per-block, per-channel or per-tensor scales; ModelOpt's and fbgemm's too),
+compressed-tensors (pack-quantized INT4 with group scales,
 float-quantized FP8), AWQ and GPTQ (group size, zero points), NVFP4 (ModelOpt), MXFP4 (gpt-oss:
 experts only) and bitsandbytes. Scales are counted: they are what separates "4 bits" from the
 4.25–4.6 bits a checkpoint really holds. Which roles stay in high precision (embeddings,
@@ -119,7 +121,7 @@ def _scheme(a: ModelArch, override: str) -> tuple[str, float, set[str], set[str]
             per = 1.0 + 4 / (int(block[0]) * int(block[1]))
             name = f"fp8 (block {block[0]}x{block[1]} scales)"
         else:
-            per, name = 1.0, "fp8 (per-channel scales)"
+            per, name = 1.0, "fp8 (per-tensor scales)"
     elif method == "compressed-tensors":
         groups = q.get("config_groups") or {}
         g0: dict[str, Any] = next(iter(groups.values()), {}) if groups else {}
@@ -150,11 +152,9 @@ def _scheme(a: ModelArch, override: str) -> tuple[str, float, set[str], set[str]
         per = _group_bytes(bits, gs, 2, zero)
         name = f"{method.split('_')[0]} int{bits} (group {gs})"
     elif method in ("modelopt", "modelopt_fp4", "nvfp4"):
-        algo = str(q.get("quant_algo", "NVFP4")).upper()
-        if "FP8" in algo:
-            per, name = 1.0, "fp8 (ModelOpt)"
-        else:
-            per, name = 0.5 + 1 / int(q.get("group_size", 16)), "nvfp4 (ModelOpt, group 16)"
+        per, name = _modelopt(q)
+    elif method == "fbgemm_fp8":
+        per, name = 1.0, "fp8 (fbgemm, per-channel scales)"
     elif method == "mxfp4":
         per, name, targets = 0.5 + 1 / 32, "mxfp4 experts, rest bf16", {"experts"}
     elif method == "bitsandbytes":
@@ -168,6 +168,22 @@ def _scheme(a: ModelArch, override: str) -> tuple[str, float, set[str], set[str]
         notes.append(f"quant_method {method!r} is unknown here: weights counted as bf16")
         return a.torch_dtype, 2.0, set(), set(), notes
     return name, per, targets - ignored, ignored, notes
+
+
+def _modelopt(q: dict[str, Any]) -> tuple[float, str]:
+    """A ModelOpt format's bytes per weight (``modelopt.py``): FP8 one byte with one fp32
+    scale per tensor (per channel for ``FP8_PER_CHANNEL_PER_TOKEN``, per 128×128 block for
+    the weight-only ``FP8_PB_WO``); NVFP4 half a byte plus an FP8 scale per ``group_size``
+    (16) and one fp32 scale per tensor."""
+    algo = str(q.get("quant_algo") or "").upper()
+    where = " from hf_quant_config.json" if q.get("declared_in") else ""
+    if algo == "FP8_PB_WO":
+        return 1.0 + 4 / 128**2, f"fp8 (ModelOpt{where}, 128x128 block scales)"
+    if "FP8" in algo:
+        scales = "per-channel" if "PER_CHANNEL" in algo else "per-tensor"
+        return 1.0, f"fp8 (ModelOpt{where}, {scales} scales)"
+    group = int(q.get("group_size") or 16)
+    return 0.5 + 1 / group, f"nvfp4 (ModelOpt{where}, group {group})"
 
 
 def _mxfp4_padding(a: ModelArch, tp: int) -> float:

@@ -6,11 +6,13 @@ so no engine outlives a run. An ``endpoint`` recipe starts nothing."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from benchlib._secrets import env_secret
+from benchlib.energy._power_cap import PowerCapRecord
 from benchlib.engines import (
     EngineError,
     EngineProcess,
@@ -21,6 +23,7 @@ from benchlib.engines import (
     plan_launch,
 )
 from benchlib.pipeline._declare import EngineFacts
+from benchlib.pipeline._power import hold_power_cap
 from benchlib.provenance import EngineRecord
 from benchlib.recipe import Recipe
 from benchlib.runs import RunFolder, relative_text
@@ -52,6 +55,9 @@ class RunEngine:
         self.stopped = False
         #: engine.nice: threads reniced per process name
         self.lowered: dict[str, int] = {}
+        #: hardware.power_limit_w: held from the start to the stop (:mod:`._power`)
+        self.power_cap: PowerCapRecord | None = None
+        self._held = ExitStack()
 
     def start(self, model_path: Path | None) -> None:
         """Start the engine on ``model_path`` (else the model's id) and wait until it is
@@ -62,6 +68,7 @@ class RunEngine:
                                 model_path or Path(self.recipe.model.id))
         if not self.plan.argv:  # an endpoint: nothing to start
             return
+        self.power_cap = hold_power_cap(self.recipe, self._held, self.log)
         self.log(f"starting {self.plan.kind}: {self.plan.recorded_command}")
         self.folder.keep_earlier_engine_log()
         api_key_env = self.recipe.engine.api_key_env
@@ -93,7 +100,13 @@ class RunEngine:
 
     def stop(self) -> None:
         """Stop the engine's whole group, also when its leader already exited (workers can
-        outlive it, holding GPU memory)."""
+        outlive it, holding GPU memory); then each GPU's earlier power limit is put back."""
+        try:
+            self._stop_group()
+        finally:
+            self._held.close()
+
+    def _stop_group(self) -> None:
         if self.process is not None and self.process.proc is not None and not self.stopped:
             self.process.stop()
             self.stopped = True
@@ -118,7 +131,7 @@ class RunEngine:
                 self.process.log_path.read_text(errors="replace")).as_dict()
         return EngineRecord(command=self.plan.recorded_command if self.plan else None,
                             startup_s=self.process.startup_s if self.process else None,
-                            log_facts=facts, lowered=self.lowered)
+                            log_facts=facts, lowered=self.lowered, power_cap=self.power_cap)
 
     def exit_record(self) -> EngineExit | None:
         """When the engine the runner started has exited (died under load): its code, the

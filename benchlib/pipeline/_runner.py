@@ -44,7 +44,7 @@ from benchlib.provenance import (
     capture_environment,
     hardware_mismatches,
 )
-from benchlib.recipe import Recipe, load_recipe, recipe_secrets, resolve_paths
+from benchlib.recipe import Recipe, open_recipe, recipe_secrets
 from benchlib.references import recipe_references
 from benchlib.runs import (
     Probe,
@@ -259,9 +259,12 @@ def _fair_gate(recipe: Recipe, name: str, reference: dict[str, list[Probe]]
     return gate
 
 
-def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: bool = False,
+def run_recipe(recipe_path: Path, recipe: Recipe | None = None, *,
+               outputs: Path = Path("outputs"), force: bool = False,
                log: Callable[[str], None] = print) -> RunSummary:
     """Validate, then run every step of the recipe; return where and how it went.
+    ``recipe``: the file at ``recipe_path`` as the caller already opened it
+    (:func:`benchlib.recipe.open_recipe`; read here when None).
 
     A recipe with variants runs the per-variant steps for each variant in turn, in its own
     folder, one engine alive at a time (the next starts once the previous group is gone),
@@ -269,7 +272,7 @@ def run_recipe(recipe_path: Path, *, outputs: Path = Path("outputs"), force: boo
     SIGTERM and SIGHUP are turned into KeyboardInterrupt while it runs, so a cancelled run
     still stops its engine, scrubs its files and records that it did not finish.
     """
-    recipe = resolve_paths(load_recipe(recipe_path), Path.cwd())
+    recipe = recipe if recipe is not None else open_recipe(recipe_path)
     for checked in check_recipe_args(recipe):  # a typo found now, not after a long start
         log(checked.summary)
     refuse_multi_node(recipe)  # an engine over several machines is started by hand

@@ -23,7 +23,7 @@ from typing import TypedDict
 
 from benchlib._exceptions import UsageError
 from benchlib.measure import Endpoint
-from benchlib.recipe import Recipe, load_recipe, resolve_paths
+from benchlib.recipe import Recipe, open_recipe
 from benchlib.runs import RunFolder, kit_root, load_recipe_snapshot
 
 __all__ = ["endpoint", "load", "outputs", "results_file", "scratch_outputs", "step_folder",
@@ -58,7 +58,7 @@ def load(recipe_path: str | Path) -> Recipe:
     path = _find(Path(recipe_path))
     if path.suffix == ".json":
         return load_recipe_snapshot(path)
-    return resolve_paths(load_recipe(path), kit_root())
+    return open_recipe(path, kit_root())
 
 
 def step_folder(run_dir: str | Path, recipe: Recipe, *, scratch: bool) -> RunFolder | None:

@@ -11,6 +11,14 @@ from benchlib.provenance._assemble import (
 )
 from benchlib.provenance._compare import PROVENANCE_FACTS, compare_provenance, provenance_facts
 from benchlib.provenance._hardware import CPUInfo, GPUInfo, HardwareInfo, collect_hardware
+from benchlib.provenance._lock import (
+    LockCheck,
+    LockDifference,
+    LockPin,
+    check_lock,
+    lock_summary,
+    read_lock,
+)
 from benchlib.provenance._model import (
     ORIGIN_FILE,
     FilesHash,
@@ -42,6 +50,9 @@ __all__ = [
     "FilesHash",
     "GPUInfo",
     "HardwareInfo",
+    "LockCheck",
+    "LockDifference",
+    "LockPin",
     "ModelFiles",
     "ModelOrigin",
     "ModelProvenance",
@@ -49,6 +60,7 @@ __all__ = [
     "RunEnvironment",
     "assemble_provenance",
     "capture_environment",
+    "check_lock",
     "collect_hardware",
     "compare_provenance",
     "engine_version",
@@ -58,7 +70,9 @@ __all__ = [
     "hardware_mismatches",
     "hash_model_folder",
     "installed_packages",
+    "lock_summary",
     "provenance_facts",
     "python_version",
+    "read_lock",
     "read_model_origin",
 ]

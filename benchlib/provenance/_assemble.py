@@ -5,6 +5,7 @@ recipe's ``hardware`` section."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from benchlib.adapters import adapter
+from benchlib.energy._power_cap import PowerCapRecord
 from benchlib.provenance._hardware import HardwareInfo, collect_hardware
+from benchlib.provenance._lock import LockCheck, check_lock, lock_mismatch
 from benchlib.provenance._model import read_model_origin
 from benchlib.provenance._record import (
     EngineProvenance,
@@ -43,6 +46,8 @@ class RunEnvironment(BaseModel):
     environment_yml_sha256: str | None = Field(description="hash of environment.yml")
     hardware: HardwareInfo = Field(description="GPUs, CPU, memory, OS")
     engine_version: str | None = Field(description="the engine environment's version")
+    engine_lock: LockCheck | None = Field(None, description="engine.lock: the engine's "
+                                          "environment held to its lock file")
     python: str = Field(description="this interpreter")
 
 
@@ -55,12 +60,31 @@ class EngineRecord(BaseModel):
     lowered: dict[str, int] = Field(
         default_factory=dict, description="engine.nice: the threads of each named process "
                                           "whose priority the kit lowered (0: none found)")
+    power_cap: PowerCapRecord | None = Field(None, description="hardware.power_limit_w as "
+                                             "held at launch")
+
+
+def _engine_lock(recipe: Recipe, kit: Path) -> LockCheck | None:
+    """``engine.lock`` held against the engine's interpreter (named relative to the kit
+    when it lies inside it, so a run folder can move)."""
+    lock = recipe.engine.lock
+    if lock is None:
+        return None
+    absolute = Path(os.path.abspath(lock))
+    shown = (os.path.relpath(absolute, kit) if absolute.is_relative_to(kit.resolve())
+             else str(lock))
+    python = adapter(recipe.engine.kind).environment_python(recipe.engine.python)
+    if python is None:
+        return LockCheck(path=shown, error="no python3 on PATH and no engine.python")
+    return check_lock(lock, python, shown=shown)
 
 
 def capture_environment(recipe: Recipe, kit: Path) -> RunEnvironment:
-    """Read the kit's git state, packages, environment file, hardware and engine version."""
+    """Read the kit's git state, packages, environment file, hardware, engine version and
+    the engine's environment against its lock."""
     commit, dirty = git_state(kit)
     return RunEnvironment(
+        engine_lock=_engine_lock(recipe, kit),
         kit_commit=commit, kit_dirty=dirty, packages=installed_packages(),
         environment_yml_sha256=environment_hash(kit / "environment.yml"),
         hardware=collect_hardware(),
@@ -98,6 +122,9 @@ def hardware_mismatches(recipe: Recipe, env: RunEnvironment) -> list[str]:
     pinned = recipe.engine.version
     if pinned and env.engine_version and env.engine_version != pinned:
         out.append(f"engine version {env.engine_version}, recipe pins {pinned}")
+    locked = lock_mismatch(env.engine_lock) if env.engine_lock is not None else None
+    if locked is not None:
+        out.append(locked)
     return out
 
 
@@ -120,7 +147,7 @@ def assemble_provenance(recipe: Recipe, env: RunEnvironment, engine: EngineRecor
             version=env.engine_version or engine.log_facts.get("version"),
             expected_version=recipe.engine.version, commit=recipe.engine.commit,
             command=engine.command, startup_s=engine.startup_s, log_facts=engine.log_facts,
-            lowered=engine.lowered),
+            lowered=engine.lowered, power_cap=engine.power_cap, lock=env.engine_lock),
         model=ModelProvenance(
             id=recipe.model.id, revision=recipe.model.revision,
             resolved_revision=model.resolved_revision if model else None,

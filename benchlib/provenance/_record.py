@@ -9,7 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from benchlib.energy._power_cap import PowerCapRecord
 from benchlib.provenance._hardware import HardwareInfo
+from benchlib.provenance._lock import LockCheck
 from benchlib.provenance._model import FilesHash, ModelOrigin
 
 __all__ = ["EngineProvenance", "ModelFiles", "ModelProvenance", "Provenance"]
@@ -40,6 +42,11 @@ class EngineProvenance(BaseModel):
     lowered: dict[str, int] = Field(
         default_factory=dict, description="engine.nice: the threads of each named process "
                                           "whose priority the kit lowered (0: none found)")
+    power_cap: PowerCapRecord | None = Field(
+        None, description="hardware.power_limit_w at launch: held, set (and put back after) "
+                          "or not checked, with each GPU's limit, clocks and PCIe link")
+    lock: LockCheck | None = Field(None, description="engine.lock: the engine's environment "
+                                   "held to its lock file, every pin that differs")
 
 
 class ModelProvenance(BaseModel):

@@ -8,6 +8,7 @@ from benchlib.recipe._load import (
     format_problems,
     load_recipe,
     map_paths,
+    open_recipe,
     recipe_from_dict,
     resolve_paths,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "format_problems",
     "load_recipe",
     "map_paths",
+    "open_recipe",
     "recipe_from_dict",
     "recipe_secrets",
     "resolve_paths",

@@ -34,8 +34,8 @@ class AccuracySpec(BaseModel):
                              "(its prompt, shots, answer extraction), as seed 001's page ran")
     data_dir: Path = Field(description="folder with GSM8K's test.jsonl (and train.jsonl for "
                                        "lm-eval's shots); params/data/gsm8k is a sample "
-                                       "(7 test questions, 5 training ones): a smoke "
-                                       "test, said so in the result")
+                                       "(the test set's first 7 questions, 5 training "
+                                       "ones): a smoke test, said so in the result")
     limit: int | None = Field(None, ge=1, description="items of test.jsonl to answer; "
                               "None: all (the cookbook: 200)")
     num_fewshot: int = Field(5, ge=0, description="worked examples in each prompt")
@@ -43,8 +43,7 @@ class AccuracySpec(BaseModel):
         "completions", description="completions: raw few-shot prompts; chat: with the "
                                    "model's chat template, few-shot as turns (lm-eval only)")
     concurrency: int = Field(1, ge=1, description="requests kept in flight (lm-eval's "
-                             "num_concurrent; few_shot_gsm8k's --parallel: 64 in SGLang's "
-                             "benchmark/gsm8k)")
+                             "num_concurrent; few_shot_gsm8k's --parallel: its default 128)")
     max_gen_toks: int = Field(256, ge=1, description="tokens an answer may take "
                               "(few_shot_gsm8k: 512)")
     python: Path = Field(Path(".engines/lm-eval/bin/python"),

@@ -10,26 +10,12 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from benchlib._exceptions import UsageError, validation_problems
+from benchlib._exceptions import RecipeError, format_problems, validation_problems
 from benchlib.adapters import Speculative
 from benchlib.recipe._schema import EngineSpec, ModelSpec, Recipe
 
-__all__ = ["RecipeError", "format_problems", "load_recipe", "map_paths", "recipe_from_dict",
-           "resolve_paths"]
-
-
-class RecipeError(UsageError):
-    """A recipe that cannot be used; ``problems`` lists ``(key path, message)`` pairs."""
-
-    def __init__(self, path: Path, problems: list[tuple[str, str]]) -> None:
-        self.path = path
-        self.problems = problems
-        super().__init__(str(path), format_problems(problems))
-
-
-def format_problems(problems: list[tuple[str, str]]) -> str:
-    """One ``key: message`` line per problem, indented under the recipe's name."""
-    return "\n".join(f"  {key}: {msg}" for key, msg in problems)
+__all__ = ["RecipeError", "format_problems", "load_recipe", "map_paths", "open_recipe",
+           "recipe_from_dict", "resolve_paths"]
 
 
 def _problems(exc: ValidationError) -> list[tuple[str, str]]:
@@ -63,9 +49,16 @@ def load_recipe(path: Path) -> Recipe:
     return recipe_from_dict(data, path)
 
 
+def open_recipe(path: Path, base: Path | None = None) -> Recipe:
+    """The one way a command reads a recipe file: read, validated and every relative path
+    resolved against ``base`` (the working directory when None), once; everything after it
+    receives this typed recipe."""
+    return resolve_paths(load_recipe(path), Path.cwd() if base is None else base)
+
+
 def map_paths(recipe: Recipe, fn: Callable[[Path], Path]) -> Recipe:
     """The same recipe with ``fn`` applied to every path it names (model folder and
-    tokenizer, engine interpreter and executable, draft model, dataset files, runs to
+    tokenizer, engine interpreter, executable and lock, draft model, dataset files, runs to
     compare, reference files, the write-up skeleton, the accuracy data and interpreter — the
     variants' too): the one list of a
     recipe's paths."""
@@ -82,6 +75,7 @@ def map_paths(recipe: Recipe, fn: Callable[[Path], Path]) -> Recipe:
 
     def engine(e: EngineSpec) -> EngineSpec:
         return e.model_copy(update={"python": fix(e.python), "executable": fix(e.executable),
+                                    "lock": fix(e.lock),
                                     "speculative": spec(e.speculative)})
 
     variants = [v.model_copy(update={

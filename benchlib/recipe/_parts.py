@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from benchlib.recipe._fair import Difference
 
@@ -38,7 +38,11 @@ class HardwareSpec(_Strict):
     gpu_name_pattern: str | None = Field(None, description="regex the GPU name must match")
     gpu_count: int | None = Field(None, ge=0)
     min_gpu_memory_gib: float | None = Field(None, gt=0)
-    power_limit_w: float | None = Field(None, gt=0)
+    power_limit_w: float | None = Field(None, gt=0, description="the GPUs' power limit the "
+                                        "source ran at: read at launch (benchlib.energy."
+                                        "_power_cap), a GPU at another limit is refused")
+    set_power_limit: bool = Field(False, description="set power_limit_w through NVML at "
+                                  "launch (root only) and restore each GPU's limit after")
     driver_version: Pin | None = Field(None, description="NVIDIA driver the source ran, "
                                        "e.g. \"580.178.04\"")
     cuda_version: Pin | None = Field(None, description="CUDA toolkit the source built or "
@@ -47,6 +51,12 @@ class HardwareSpec(_Strict):
     nodes: int = Field(1, ge=1, description="machines the engine spans")
     notes: str = Field("", description="what else the source says of the machine (cooling, "
                        "clocks, PCIe, firmware)")
+
+    @model_validator(mode="after")
+    def _cap(self) -> HardwareSpec:
+        if self.set_power_limit and self.power_limit_w is None:
+            raise ValueError("set_power_limit: no power_limit_w to set")
+        return self
 
 
 class FunctionalChecks(_Strict):

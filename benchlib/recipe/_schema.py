@@ -4,6 +4,8 @@ Every model forbids unknown keys (a misspelt key is an error, not a silent defau
 commits and versions must be strings: YAML reads ``0123456`` as the number 42798 and ``1.10``
 as 1.1, so a number there is refused with a hint to quote it. Secrets are never values: a
 recipe names the environment variable that holds them (``api_key_env``, ``hf_token_env``).
+The rules that span several fields are plain functions in :mod:`benchlib.recipe._rules`, each
+validator here one call to its rule.
 """
 
 from __future__ import annotations
@@ -11,36 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, field_validator, model_validator
 
-from benchlib._exceptions import validation_message
-from benchlib._secrets import SECRET_FLAGS, is_env_ref, is_secret_name
-from benchlib.adapters import (
-    ADAPTERS,
-    PLANNED_KINDS,
-    SPECULATIVE_FLAGS,
-    EngineKind,
-    Speculative,
-    adapter,
-)
-from benchlib.measure import (
-    EndpointSetting,
-    MeasureConfig,
-    OutputLen,
-    RequestTimeout,
-    Warmups,
-    Workload,
-)
+from benchlib.adapters import ADAPTERS, EngineKind, Speculative
 from benchlib.recipe._accuracy import AccuracySpec
-from benchlib.recipe._assumptions import Assumption, check_assumptions
-from benchlib.recipe._fair import check_comparable
-from benchlib.recipe._parallel import Parallel, check_engine_parallel, check_machines
+from benchlib.recipe._assumptions import Assumption
+from benchlib.recipe._parallel import Parallel
 from benchlib.recipe._parts import (
     CompareSpec,
     EnvName,
@@ -49,6 +27,18 @@ from benchlib.recipe._parts import (
     Pin,
     _Strict,
 )
+from benchlib.recipe._rules import (
+    check_assumed,
+    check_comparable_variants,
+    check_dummy_weights,
+    check_engine,
+    check_machine_layout,
+    check_plan_keys,
+    check_steps,
+    check_unique_names,
+    plan_engine_settings,
+)
+from benchlib.recipe._scenario import Scenario
 
 __all__ = [
     "AccuracySpec",
@@ -62,9 +52,6 @@ __all__ = [
     "Variant",
 ]
 
-
-#: the engines that make random weights from a config alone (``--load-format dummy``)
-DUMMY_WEIGHT_ENGINES = tuple(k for k, a in ADAPTERS.items() if a.dummy_weights)
 
 StepName = Literal["00_plan", "01_download", "02_launch", "03_measure", "04_compare"]
 ALL_STEPS: tuple[StepName, ...] = ("00_plan", "01_download", "02_launch", "03_measure",
@@ -105,6 +92,10 @@ class EngineSpec(_Strict):
     commit: Pin | None = Field(None, description="engine source commit, if built from source")
     python: Path | None = Field(None, description="interpreter of the engine's environment")
     executable: Path | None = Field(None, description="server binary (llama.cpp, open-jet)")
+    lock: Path | None = Field(None, description="the lock file the engine's Python environment "
+                              "was installed from (name==version lines: pip-compile, rye, "
+                              "pip freeze): held to it at the run's start, every difference "
+                              "recorded beside the machine's (benchlib/provenance/_lock.py)")
     args: list[Pin] = Field(default_factory=list, description="extra command-line arguments")
     env: dict[str, Pin] = Field(default_factory=dict, description="extra environment")
     host: str = "127.0.0.1"
@@ -130,126 +121,8 @@ class EngineSpec(_Strict):
 
     @model_validator(mode="after")
     def _endpoint_needs_url(self) -> EngineSpec:
-        starts = adapter(self.kind).starts_process
-        if not starts and not self.base_url:
-            raise ValueError(f"engine.kind {self.kind} needs engine.base_url")
-        if not starts and self.nice:
-            raise ValueError("engine.nice: the kit starts no process for an endpoint")
-        check_engine_parallel(self.kind, self.parallel)
-        if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
-            raise ValueError("engine.base_url must start with http:// or https://")
-        if (self.ca_bundle is not None or self.insecure) and not (
-                self.base_url or "").startswith("https://"):
-            raise ValueError("engine.ca_bundle and engine.insecure are for an https:// "
-                             "engine.base_url")
-        for flag, value in zip(self.args, self.args[1:], strict=False):
-            if flag in SECRET_FLAGS and not is_env_ref(value):
-                raise ValueError(f"engine.args: write {flag} ${{NAME}} and export NAME; a "
-                                 "secret's value never goes into a recipe")
-        for arg in self.args:
-            name, eq, value = arg.partition("=")
-            if eq and name in SECRET_FLAGS and not is_env_ref(value):
-                raise ValueError(f"engine.args: write {name}=${{NAME}} and export NAME")
-        if any(is_secret_name(k) for k in self.env):
-            raise ValueError("engine.env must not hold secrets; name the variable in "
-                             "api_key_env / model.hf_token_env and export it instead")
-        given = {a.split("=", 1)[0] for a in self.args}
-        reserved = adapter(self.kind).reserved_flags
-        for flag in sorted(given & set(reserved)):
-            raise ValueError(f"engine.args: {reserved[flag]}")
-        if self.speculative.on and SPECULATIVE_FLAGS & given:
-            raise ValueError("engine.args: the speculative setting goes in speculative "
-                             "(method, k, draft_model, options), not in args as well")
+        check_engine(self)
         return self
-
-
-class Scenario(Workload):
-    """One workload, measured at each concurrency in turn.
-
-    Its settings are :class:`~benchlib.measure.Workload`'s (the same fields, descriptions
-    and checks as ``benchlib measure``'s flags), with a recipe's defaults (chat, one warmup)
-    and its YAML key ``request_timeout_s``; :meth:`measure_config` turns it into a run's
-    :class:`~benchlib.measure.MeasureConfig`.
-    """
-
-    # the snapshot (recipe.json) keeps the YAML's keys, so it loads back as a recipe
-    model_config = ConfigDict(serialize_by_alias=True)
-
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="unique within the recipe: "
-                      "names the scenario's results and files")
-    endpoint: EndpointSetting = "chat"
-    output_len: OutputLen = 128
-    num_warmups: Warmups = 1
-    request_timeout: Annotated[RequestTimeout, Field(alias="request_timeout_s")] = 600.0
-    concurrencies: list[Annotated[int, Field(ge=1)]] = Field(
-        default_factory=lambda: [1], min_length=1,
-        description="max_concurrency of each measurement, in order")
-    num_prompts: int | list[Annotated[int, Field(ge=1)]] = Field(
-        8, description="per concurrency: one number for all, or one per concurrency")
-    ramp_input_lens: list[Annotated[int, Field(ge=1)]] = Field(
-        default_factory=list,
-        description="long-context ramp: one request per input length, in order, at "
-                    "concurrency 1, stopping at the first failure (seed 003's test)")
-    sdk_view: bool = Field(
-        False, description="after each concurrency, send the same shape of requests (next "
-                           "seed) through the openai SDK's streaming client and report what "
-                           "an application sees beside the wire figures (results' sdk block)")
-    max_failed_fraction: float = Field(
-        0.0, ge=0.0, le=1.0,
-        description="failed requests a concurrency may have, as a fraction of those sent, "
-                    "and still count as done (a resumed run measures it again otherwise; "
-                    "the step fails); 0: any failure is measured again")
-
-    @model_validator(mode="after")
-    def _shape(self) -> Scenario:
-        if isinstance(self.num_prompts, int):
-            if self.num_prompts < 1:
-                raise ValueError("num_prompts must be ≥ 1")
-        elif len(self.num_prompts) != len(self.concurrencies):
-            raise ValueError(f"num_prompts lists {len(self.num_prompts)} counts for "
-                             f"{len(self.concurrencies)} concurrencies")
-        if self.ramp_input_lens and self.dataset != "random":
-            raise ValueError("ramp_input_lens needs the random dataset")
-        if self.ramp_input_lens != sorted(self.ramp_input_lens):
-            raise ValueError("ramp_input_lens must go up")
-        prompts = [self.num_prompts] if isinstance(self.num_prompts, int) else self.num_prompts
-        least = min(*self.concurrencies, *prompts, *([1] if self.ramp_input_lens else []))
-        if self.workers is not None and self.workers > least:
-            raise ValueError(f"workers {self.workers}: a measurement here has only {least} "
-                             "requests or slots, and each worker needs one")
-        return self
-
-    @property
-    def request_timeout_s(self) -> float:
-        """The YAML key's spelling of :attr:`request_timeout`."""
-        return self.request_timeout
-
-    def measure_config(self, *, base_url: str, model: str, tokenizer: Path | None,
-                       result_json: Path | None, max_concurrency: int | None,
-                       num_prompts: int, input_len: int | None = None,
-                       num_warmups: int | None = None, disable_tqdm: bool = True,
-                       ca_bundle: Path | None = None, insecure: bool = False,
-                       seed: int | None = None) -> MeasureConfig:
-        """The run of this scenario at one concurrency (or one ramp length): every workload
-        setting as the recipe gives it; ``input_len``, ``num_warmups`` and ``seed`` override
-        the scenario's (a ramp step: its length, no warmup; a later concurrency: its own
-        seed, :func:`~benchlib.measure.concurrency_seed`)."""
-        workload = {name: getattr(self, name) for name in Workload.model_fields}
-        if input_len is not None:
-            workload["input_len"] = input_len
-        if num_warmups is not None:
-            workload["num_warmups"] = num_warmups
-        if seed is not None:
-            workload["seed"] = seed
-        return MeasureConfig(**workload, base_url=base_url, model=model, tokenizer=tokenizer,
-                             result_json=result_json, max_concurrency=max_concurrency,
-                             num_prompts=num_prompts, disable_tqdm=disable_tqdm,
-                             ca_bundle=ca_bundle, insecure=insecure)
-
-    def prompts_at(self, index: int) -> int:
-        """The number of prompts to send at ``concurrencies[index]``."""
-        n = self.num_prompts
-        return n if isinstance(n, int) else n[index]
 
 
 class Variant(_Strict):
@@ -309,75 +182,41 @@ class Recipe(_Strict):
     @field_validator("plan")
     @classmethod
     def _plan_engine(cls, plan: dict[str, Any]) -> dict[str, Any]:
-        """``plan.engine: KIND``, the engine whose own report the plan adds, becomes that
-        engine's plan settings (its adapter's ``plan_settings``; given settings win)."""
-        if "engine" not in plan:
-            return plan
-        kind = plan["engine"]
-        if kind not in PLANNED_KINDS:
-            raise ValueError(f"plan.engine: one of {', '.join(PLANNED_KINDS)} (got {kind!r})")
-        off = {key: False for a in ADAPTERS.values() for key in a.plan_settings}
-        rest = {key: value for key, value in plan.items() if key != "engine"}
-        return off | dict(adapter(kind).plan_settings) | rest
+        return plan_engine_settings(plan)
 
     @model_validator(mode="after")
     def _plan_keys(self) -> Recipe:
-        from benchlib.memory import PlanConfig
-
-        if "model" in self.plan:
-            raise ValueError("plan.model is not a setting: the plan reads the model's "
-                             "config.json from model.local_path or the hub")
-        try:
-            PlanConfig(model=Path("config.json"), **self.plan)
-        except ValidationError as exc:
-            raise ValueError(validation_message(exc, prefix="plan.")) from None
+        check_plan_keys(self)
         return self
 
     @model_validator(mode="after")
     def _unique_names(self) -> Recipe:
-        names = [s.name for s in self.scenarios]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"scenario names must be unique: {', '.join(dupes)}")
-        variants = [v.name for v in self.variants]
-        dupes = sorted({n for n in variants if variants.count(n) > 1})
-        if dupes:
-            raise ValueError(f"variant names must be unique: {', '.join(dupes)}")
+        check_unique_names(self)
         return self
 
     @model_validator(mode="after")
     def _assumed(self) -> Recipe:
-        check_assumptions(self.assumptions, [s.name for s in self.scenarios],
-                          [v.name for v in self.variants], type(self).model_fields)
+        check_assumed(self)
         return self
 
     @model_validator(mode="after")
     def _dummy_weights(self) -> Recipe:
-        for name, r in self.variant_recipes():
-            if r.model.weights == "dummy" and r.engine.kind not in DUMMY_WEIGHT_ENGINES:
-                where = f"variants[{name}]" if name else "model"
-                raise ValueError(f"{where}: weights dummy needs an engine that makes them "
-                                 f"({', '.join(DUMMY_WEIGHT_ENGINES)}: --load-format dummy), "
-                                 f"not {r.engine.kind}")
+        check_dummy_weights(self)
         return self
 
     @model_validator(mode="after")
     def _steps(self) -> Recipe:
-        if not self.scenarios and "03_measure" in self.steps:
-            raise ValueError("scenarios: at least one, unless steps leaves out 03_measure "
-                             "(a start-only run: the engine started, its memory report and "
-                             "/metrics read, stopped)")
+        check_steps(self)
         return self
 
     @model_validator(mode="after")
     def _machines(self) -> Recipe:
-        check_machines(self.hardware, [("engine", self.engine)] + [
-            (f"variants[{i}].engine", v.engine) for i, v in enumerate(self.variants) if v.engine])
+        check_machine_layout(self)
         return self
 
     @model_validator(mode="after")
     def _comparable(self) -> Recipe:
-        check_comparable(self.variant_recipes(), self.compare.differences)
+        check_comparable_variants(self)
         return self
 
     def variant_recipes(self) -> list[tuple[str, Recipe]]:
@@ -392,8 +231,9 @@ class Recipe(_Strict):
                 "args": [*engine.args, *v.args],
                 "speculative": v.speculative or engine.speculative})
             EngineSpec.model_validate(engine.model_dump())  # args and speculative agree
+            own = [a for a in (x.for_variant(v.name) for x in self.assumptions) if a]
             out.append((v.name, self.model_copy(update={
                 "engine": engine, "model": v.model or self.model, "variants": [],
-                "thinking": v.thinking if v.thinking is not None else self.thinking,
-                "name": self.name})))
+                "assumptions": own, "name": self.name,
+                "thinking": v.thinking if v.thinking is not None else self.thinking})))
         return out

@@ -36,6 +36,13 @@ REFERENCE_METRICS: dict[str, str] = {
        if f.annotation in (float | None, int | None) and name != "source_index"},
     "per_user_tok_s": "one request's decode rate: output tokens after the first per second "
                       "(1000 / TPOT); a write-up's 'tok/s' of a single stream",
+    "median_text_chunks_per_s": "one request's streamed chunks with text after the first "
+                                "per second: a script's 'tokens/sec' that counts chunks as "
+                                "tokens (seed 000's), not per_user_tok_s under speculation",
+    "max_itl_ms": "the longest gap between streamed events",
+    "mean_request_decode_rate": "each request's own decode rate (1000 / its TPOT), then the "
+                                "mean over the requests: a write-up's 'mean tok/s' of "
+                                "several prompts (seed 003's), not 1000 / median TPOT",
     "startup_s": "seconds from the engine's start until it served",
     "startup_s_at_most": "an upper bound on the start-up time that the source gives in words "
                          "('within seconds'), not a measured figure",
@@ -51,6 +58,7 @@ REFERENCE_METRICS: dict[str, str] = {
 #: each figure's unit, for the tables (figures not listed: :func:`unit_of` by their suffix)
 _UNITS = {"startup_s": "s", "startup_s_at_most": "s", "duration": "s", "gsm8k_latency_s": "s",
           "per_user_tok_s": "tok/s", "output_throughput": "tok/s",
+          "median_text_chunks_per_s": "chunks/s", "mean_request_decode_rate": "tok/s",
           "total_token_throughput": "tok/s", "max_output_tokens_per_s": "tok/s",
           "gsm8k_output_throughput": "tok/s", "request_throughput": "req/s",
           "request_goodput": "req/s", "gsm8k_accuracy": "fraction", "gsm8k_invalid": "fraction",

@@ -17,6 +17,9 @@
                   (engine against engine, per user and in total), speculation (each
                   speculating variant's speedup, verdict, draft and accepted counts and their
                   reconciliation with the client's) and lines (the same as sentences)
+    glance        the run at a glance (report._glance): the headline table, variants ×
+                  scenarios (scenarios, variants → cells; as Markdown: table), its figure's
+                  file (figure: variants.png, where kept) and ≤ 5 sentences (lines)
 
 Each measurement's figures are its result keys (``median_ttft_ms``, ``output_throughput``,
 ``p99_tpot_ms`` …) with three short aliases a sentence reads well with: ``tok_s``
@@ -44,6 +47,7 @@ from pydantic import JsonValue
 from benchlib.report._takeaway import takeaway
 from benchlib.report._view import RunView, VariantView, read_run
 from benchlib.runs import CompareResult, Measurement, MeasureStep, figures, measurements
+from benchlib.runs._glance import FIGURE_FILE, glance
 
 __all__ = ["ALIASES", "VARIANT_FACTS", "Context", "context_of", "report_context",
            "variant_names"]
@@ -112,6 +116,24 @@ def _references(compare: CompareResult | None) -> dict[str, object]:
     return dict(references)
 
 
+#: what a glance row takes from 04_compare's (the rest from the measurement itself)
+_SPEEDUP_KEYS = ("speedup", "speedup_over", "speedup_low", "speedup_high", "speedup_verdict")
+
+
+def rows_of(view: RunView) -> list[dict[str, JsonValue]]:
+    """The run's variant rows: one per measurement, with 04_compare's speedup, its baseline
+    and interval where it compared (the speedup takes 04_compare's baseline)."""
+    compared: dict[tuple[str, str | None, int | None], dict[str, JsonValue]] = {
+        (r.variant, r.scenario, r.concurrency): r.model_dump(mode="json")
+        for r in (view.compare.variants if view.compare else [])}
+    return [{**{k: compared.get((v.name, scenario, conc), {}).get(k) for k in _SPEEDUP_KEYS},
+             "variant": v.label, "speculative": v.recipe.engine.speculative.label,
+             "engine": f"{v.recipe.engine.kind} {v.recipe.engine.version or ''}".strip(),
+             "scenario": scenario, "concurrency": conc, "per_user_tok_s": m.per_user_tok_s,
+             "output_throughput": m.output_throughput, "median_ttft_ms": m.median_ttft_ms}
+            for v, scenario, conc, m in view.measurements()]
+
+
 def context_of(view: RunView) -> Context:
     """The write-up's names for the run ``view`` read."""
     variants = {v.name: _variant(v) for v in view.variants}
@@ -132,6 +154,11 @@ def context_of(view: RunView) -> Context:
         "sweeps": _with_underscores({name or "run": s.model_dump(mode="json")
                                      for name, s in view.sweeps})}
     ctx["takeaway"] = takeaway(ctx).model_dump(mode="json")
+    at_a_glance = glance(rows_of(view), ctx["takeaway"]["races"],
+                         compare.spec_cost if compare else ())
+    if (view.folder.path / FIGURE_FILE).is_file():
+        at_a_glance.figure = FIGURE_FILE
+    ctx["glance"] = at_a_glance.model_dump(mode="json")
     return ctx
 
 

@@ -1,6 +1,7 @@
 """The report's figures, drawn from the run read typed as PNG bytes (embedded in the page, so
-it reads offline): the Pareto view and TTFT / TPOT with their spread per concurrency, and
-the curves of the SLO searches the run folder keeps (when it keeps any)."""
+it reads offline): the Pareto view and TTFT / TPOT with their spread per concurrency, what
+speculation needs to pay, and the curves of the SLO searches the run folder keeps (when it
+keeps any)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from typing import TYPE_CHECKING
 
 from benchlib.report._view import RunView
 from benchlib.runs import Measurement
+from benchlib.runs._pareto import pareto_figure
+from benchlib.runs._spec_cost_figure import spec_cost_figure
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["pareto_png", "spread_png", "sweep_png"]
+__all__ = ["pareto_png", "spec_cost_png", "spread_png", "sweep_png"]
 
 
 def _png(fig: Figure) -> bytes:
@@ -37,30 +40,19 @@ def _by_scenario(view: RunView) -> dict[str, dict[str, Points]]:
 
 
 def pareto_png(view: RunView) -> bytes | None:
-    """Per scenario, per-user tokens/s against total output tokens/s, one line per variant
-    along concurrency (up and right is better); None when nothing was measured."""
-    from matplotlib.figure import Figure
+    """:func:`~benchlib.runs._pareto.pareto_figure` of the run's measurements;
+    None when nothing was measured."""
+    data = {scenario: {variant: [(conc, m.output_throughput, m.per_user_tok_s)
+                                 for conc, m in points] for variant, points in lines.items()}
+            for scenario, lines in _by_scenario(view).items()}
+    return _png(pareto_figure(data)) if data else None
 
-    data = _by_scenario(view)
-    if not data:
-        return None
-    fig = Figure(figsize=(4.6 * len(data), 3.8), layout="constrained")
-    axes = fig.subplots(1, len(data), squeeze=False)[0]
-    for ax, (scenario, lines) in zip(axes, data.items(), strict=True):
-        for variant, points in lines.items():
-            xs = [m.output_throughput for _, m in points]
-            ys = [m.per_user_tok_s for _, m in points]
-            ax.plot(xs, ys, marker="o", label=variant)
-            for (conc, _), x, y in zip(points, xs, ys, strict=True):
-                if x is not None and y is not None:
-                    ax.annotate(f"c{conc}", (x, y), textcoords="offset points",
-                                xytext=(4, 4), fontsize=7)
-        ax.set_title(scenario)
-        ax.set_xlabel("total output tokens/s")
-        ax.set_ylabel("per-user tokens/s")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    return _png(fig)
+
+def spec_cost_png(view: RunView) -> bytes | None:
+    """:func:`~benchlib.runs._spec_cost_figure.spec_cost_figure` of 04_compare's
+    speculation costs; None when the run has none."""
+    fig = spec_cost_figure(view.compare.spec_cost) if view.compare else None
+    return _png(fig) if fig is not None else None
 
 
 def spread_png(view: RunView) -> bytes | None:

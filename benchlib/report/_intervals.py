@@ -52,7 +52,7 @@ def _intervals(view: RunView) -> str:
     if not rows:
         return ""
     return ("<h2 id='intervals'>Headline figures with 95 % intervals</h2><p class='muted'>"
-            "Bootstrap percentile intervals (benchlib.measure._intervals): over the repeats "
+            "Bootstrap percentile intervals (benchlib.measure.stats._intervals): over the repeats "
             "and their requests where the scenario ran repeats; from one run's requests "
             "otherwise, which says how well that run pins a figure down, not how another "
             "run would come out. A p99 from fewer than 100 requests is not given as a "

@@ -5,7 +5,7 @@ measures (the render after a long run is the wrong time to learn of a typo).
 :func:`shape_context` builds the report context's skeleton from the recipe alone: every
 variant × scenario × concurrency with every result key a measurement carries (and the
 aliases), the references' names and figures, the accuracy task's keys. Plan, provenance,
-compare, takeaway and sweeps (SLO searches a user adds to the folder) are free-form
+compare, takeaway, glance and sweeps (SLO searches a user adds to the folder) are free-form
 here (what they hold depends on the machine and the engine): any name
 under them passes.
 """
@@ -73,4 +73,4 @@ def shape_context(recipe: Recipe,
             "plan": Anything(), "provenance": Anything(), "compare": Anything(),
             "references": _with_underscores(published),
             "accuracy": _with_underscores(accuracy), "sweeps": Anything(),
-            "takeaway": Anything(), "recipe_path": "RECIPE.yaml"}
+            "takeaway": Anything(), "glance": Anything(), "recipe_path": "RECIPE.yaml"}

@@ -13,7 +13,7 @@ writes a run and the report that reads one.
 """
 
 from benchlib.runs._folder import RunFolder, RunState
-from benchlib.runs._io import read_results, save_results, synthetic_results, write_atomic
+from benchlib.runs._io import read_results, save_results, synthetic_results, whole, write_atomic
 from benchlib.runs._keys import (
     STEP_COMPARE,
     STEP_DOWNLOAD,
@@ -109,5 +109,6 @@ __all__ = [
     "save_results",
     "summary_table",
     "synthetic_results",
+    "whole",
     "write_atomic",
 ]

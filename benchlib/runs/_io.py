@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, JsonValue
 
-__all__ = ["read_results", "save_results", "synthetic_results", "write_atomic"]
+__all__ = ["read_results", "save_results", "synthetic_results", "whole", "write_atomic"]
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def save_results(results_path: str | Path, results: BaseModel, *,
@@ -54,3 +57,9 @@ def synthetic_results(results: dict[str, JsonValue]) -> bool | None:
     flags = [r["synthetic"] for r in results.values()
              if isinstance(r, dict) and isinstance(r.get("synthetic"), bool)]
     return any(flags) if flags else None
+
+
+def whole(model: M) -> M:
+    """``model`` with every field counted as given: results are saved with only the keys
+    given (a record read back keeps its own), and a fresh record keeps all of its."""
+    return type(model).model_validate(model.model_dump())

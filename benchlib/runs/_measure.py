@@ -112,6 +112,8 @@ class Measurement(BaseModel):
     output_len: int | None = Field(None, description="the scenario's output tokens")
     result_json: str = Field("", description="the whole result, per-request arrays too")
     first_errors: list[str] = Field(default_factory=list, description="up to three errors")
+    seeding: str | None = Field(None, description="how this concurrency's prompts were "
+                                "seeded: the recipe's concurrency_seeds (derived or same)")
     endpoint_type: str | None = Field(None, description="chat or completions")
     completed: int = Field(0, description="successful requests")
     failed: int = Field(0, description="failed requests")
@@ -133,6 +135,10 @@ class Measurement(BaseModel):
     median_client_queue_time_ms: float | None = Field(None, description="waiting for a slot")
     request_rate: float | str | None = Field(None, description="requests/s ('inf': at once)")
     mean_tokens_per_chunk: float | None = Field(None, description="≈ acceptance length")
+    max_itl_ms: float | None = Field(None, description="the longest of vLLM's ITLs")
+    median_text_chunks_per_s: float | None = Field(
+        None, description="per request, text chunks per second after the first (a chunk "
+                          "counted as a token, as seed 000's scripts print tokens/sec), median")
     buffered_streams: int | None = Field(None, description="streams that arrived in bursts")
     text_free_requests: int | None = Field(None, description="tokens that came without text")
     synthetic: bool | None = Field(None, description="answered by the scripted server")

@@ -9,6 +9,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from benchlib.measure import SpecCost
 from benchlib.provenance import FilesHash, ModelOrigin
 
 __all__ = ["CompareResult", "DownloadResult", "PlanNumbers", "PlanResult", "PlanRow",
@@ -172,6 +173,10 @@ class CompareResult(BaseModel):
     sweeps: list[SweepRow] = Field(
         default_factory=list, description="the run folder's SLO searches (RUN/sweep/…): one "
         "row per search, its knee and what failed one step past it (benchlib.sweep.sweep_row)")
+    spec_cost: list[SpecCost] = Field(
+        default_factory=list, description="what speculation costs: each speculating variant's "
+        "verify step against its own engine's plain step at concurrency 1, the break-even "
+        "tokens per step and the projections (benchlib.measure.spec_cost)")
     synthetic_runs: list[str] = Field(
         default_factory=list, description="the compared runs measured on benchlib's scripted "
         "server (canned timings, no engine): shown apart, labelled '(synthetic)'")

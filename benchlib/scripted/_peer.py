@@ -17,6 +17,7 @@ import time
 
 import h11
 
+from benchlib._exceptions import Hangup
 from benchlib._tls import TlsChannel
 from benchlib._wire import (
     ANC_BUFSIZE,
@@ -32,14 +33,6 @@ __all__ = ["Hangup", "Peer"]
 def _wake(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
-
-
-class Hangup(Exception):
-    """Leave the connection now, without finishing the response (``reset``: with an RST)."""
-
-    def __init__(self, reset: bool) -> None:
-        super().__init__("reset" if reset else "close")
-        self.reset = reset
 
 
 class Peer:

@@ -51,6 +51,7 @@ from typing import IO, Any
 
 import h11
 
+from benchlib.scripted._bodies import choice_body, token_text, whole_body
 from benchlib.scripted._config import FaultKind, ScriptConfig
 from benchlib.scripted._peer import Hangup as _Hangup
 from benchlib.scripted._peer import Peer as _Peer
@@ -61,20 +62,6 @@ __all__ = ["SYNTHETIC_HEADER", "ScriptedServer"]
 #: on every response: a measurement of this server is synthetic (canned timings, no engine),
 #: and the client marks its result so (benchlib.measure: ``synthetic``)
 SYNTHETIC_HEADER = ("x-benchlib-synthetic", "scripted-server")
-
-_WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel")
-
-
-def _token_text(i: int) -> str:
-    return " " + _WORDS[i % len(_WORDS)]
-
-
-def _huge_text(size: int) -> str:
-    """``size`` characters of words: tokenizers stay linear on it (one endless "word" would
-    not)."""
-    unit = "".join(_token_text(i) for i in range(len(_WORDS)))
-    return (unit * (size // len(unit) + 1))[:size]
-
 
 #: faults that strike halfway through the content chunks
 _MID_STREAM: frozenset[str] = frozenset(
@@ -273,11 +260,11 @@ class ScriptedServer:
         if fault == "close-no-response":
             self._record(row)
             raise _Hangup(reset=False)
-        texts = [_token_text(i) for i in range(n)]
+        texts = [token_text(i) for i in range(n)]
         if not payload.get("stream") or fault == "json-body":
             if fault is not None:
                 self._record(row)
-            await self._json(peer, 200, self._whole(rid, chat, texts))
+            await self._json(peer, 200, whole_body(self.config, rid, chat, texts))
             return
         await peer.write(h11.Response(status_code=200, headers=[
             ("content-type", "text/event-stream"), ("cache-control", "no-cache"),
@@ -294,7 +281,7 @@ class ScriptedServer:
         chunks = [(i, min(i + k, n)) for i in range(0, n, k)]
         cut = max(1, len(chunks) // 2)  # content chunks sent before a mid-stream fault
         # rendered before the first is due, so each due time costs only a send
-        events = [json.dumps({**base, "choices": [self._choice(
+        events = [json.dumps({**base, "choices": [choice_body(self.config,
             texts, a, b, chat, huge=fault == "huge-chunk" and j == cut - 1)]}).encode()
             for j, (a, b) in enumerate(chunks)]
         empty = json.dumps({**base, "choices": []}).encode()
@@ -346,36 +333,6 @@ class ScriptedServer:
 
     async def _event(self, peer: _Peer, obj: dict[str, Any]) -> int:
         return await peer.event(json.dumps(obj).encode())
-
-    def _choice(self, texts: list[str], a: int, b: int, chat: bool, huge: bool
-                ) -> dict[str, Any]:
-        """The choice carrying tokens ``a`` to ``b`` (reasoning first, then content)."""
-        cfg = self.config
-        last = b == len(texts)
-        reasoning = "".join(texts[i] for i in range(a, min(b, cfg.reasoning_tokens)))
-        content = "".join(texts[i] for i in range(max(a, cfg.reasoning_tokens), b))
-        if huge:
-            content += _huge_text(cfg.huge_chunk_bytes)
-        if not chat:
-            return {"index": 0, "text": reasoning + content,
-                    "finish_reason": "length" if last else None}
-        delta: dict[str, Any] = {}
-        if reasoning:
-            delta[cfg.reasoning_field] = reasoning
-        if content:
-            delta["content"] = content
-        return {"index": 0, "delta": delta, "finish_reason": "length" if last else None}
-
-    def _whole(self, rid: str, chat: bool, texts: list[str]) -> dict[str, Any]:
-        text = "".join(texts)
-        choice: dict[str, Any] = (
-            {"index": 0, "message": {"role": "assistant", "content": text},
-             "finish_reason": "length"} if chat
-            else {"index": 0, "text": text, "finish_reason": "length"})
-        return {"id": rid, "object": "chat.completion" if chat else "text_completion",
-                "model": self.config.model, "choices": [choice],
-                "usage": {"prompt_tokens": 0, "completion_tokens": len(texts),
-                          "total_tokens": len(texts)}}
 
     def _record(self, row: dict[str, Any]) -> None:
         if self._truth is not None:

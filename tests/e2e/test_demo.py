@@ -25,7 +25,7 @@ from benchlib.models import SMOLLM2
 from benchlib.pipeline import read_sidecar
 from benchlib.provenance import ModelOrigin
 from benchlib.report import FIGURES
-from tests._browser import machine_paths, open_report
+from tests._browser import check_first_screen, machine_paths, open_report
 
 pytestmark = pytest.mark.e2e
 
@@ -196,8 +196,7 @@ def check_demo_report(run: Path, screenshot: Path) -> None:
     drawn, every variant named, no wider than the 1,280 px viewport, no absolute path of
     this machine in it; its write-up cites the run's own numbers."""
     seen = open_report(run / "report.html", screenshot, FIGURES)
-    assert seen.errors == [], seen.errors
-    assert seen.scroll_width <= seen.viewport_width == 1280, seen.overflowing
+    check_first_screen(seen)  # the headline table and the figure above the fold
     page = (run / "report.html").read_text()
     assert machine_paths(page) == []
     assert all(w > 300 for w in seen.figures.values()), seen.figures
@@ -210,7 +209,10 @@ def check_demo_report(run: Path, screenshot: Path) -> None:
     assert "The plan against the live engine" in seen.text and "kv_cache_tokens" in writeup
     # the summary's takeaway: the faster engine per user and in total, speculation on each
     # engine with the server's counts and the reconciliation with the client's
-    summary = writeup.split("## Summary", 1)[1].split("## ", 1)[0]
+    glance = writeup.split("## At a glance", 1)[1].split("## ", 1)[0]
+    assert "| variant | chat: per-user tok/s (c1) |" in glance and "](variants.png)" in glance
+    assert 1 <= len([x for x in glance.splitlines() if x.startswith("- ")]) <= 5
+    summary = writeup.split("## Per scenario", 1)[1].split("## ", 1)[0]
     assert "- Per user: " in summary and "- In total: " in summary
     assert "faster per user at concurrency 1" in summary
     assert "faster in total at concurrency 4" in summary

@@ -9,6 +9,9 @@ mind shows):
 * GLM-5.2's own architecture (``GlmMoeDsaForCausalLM``, DeepSeek sparse attention) does not
   start: "Sparse Attention is not supported on CPU." — after it accepted the FP8 KV cache,
   resolved the MTP drafter (``DeepseekV32MTPModel``) and chose its FP8 block kernel.
+* Those FP8 block kernels need AMX tiles (Sapphire Rapids or newer); on a CPU without them
+  (AMD EPYC here, as on CI) the build refuses the FP8 weights first, so the rehearsal drops
+  them there (``NO_AMX``) and every other finding stands.
 * The recipe's labelled fallback (params/seeds/000-glm-kimi-8xh200-dense-mla.yaml: the same
   shape with dense MLA) starts with every flag of the recipe's GLM variants except
   ``--kv-cache-dtype fp8``, which it accepts at start and then refuses at the first forward:
@@ -53,6 +56,12 @@ CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "0"}
 DROPPED = {"--tensor-parallel-size": "one CPU process (TP 1)",
            "--gpu-memory-utilization": "the CPU build sizes its cache from CPU_ENV",
            "--kv-cache-dtype": "AMXMLAImpl refuses an FP8 cache at the first forward"}
+#: vLLM's CPU FP8 block kernels need AMX tiles ("CPUFp8BlockScaledMMKernel requires AMX tile
+#: support (Sapphire Rapids or newer)"); on a CPU without them (AMD EPYC, older Xeons) the
+#: rehearsal drops the checkpoint's FP8 weights and keeps everything else
+HAS_AMX = "amx_tile" in Path("/proc/cpuinfo").read_text()
+NO_AMX = {} if HAS_AMX else {"--quantization": "no AMX tiles: the CPU build's FP8 block "
+                                               "kernels need them"}
 SHRINK = {"num_hidden_layers": 7, "hidden_size": 256, "num_attention_heads": 4,
           "num_key_value_heads": 4, "q_lora_rank": 256, "index_n_heads": 4, "index_topk": 64,
           "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 128,
@@ -70,6 +79,8 @@ def _engine_python() -> Path:
 def _shrunk(folder: Path, *, dense: bool) -> Path:
     """GLM-5.2-FP8's kept config, shrunk; ``dense``: the fallback's dense-MLA shape."""
     cfg: dict[str, Any] = {**json.loads(GLM.read_text()), **SHRINK}
+    if not HAS_AMX:  # the FP8 weights go with --quantization (NO_AMX)
+        cfg.pop("quantization_config", None)
     if dense:
         cfg = {k: v for k, v in cfg.items() if not k.startswith("index")}
         cfg.update(architectures=["DeepseekV3ForCausalLM"], model_type="deepseek_v3")
@@ -134,7 +145,8 @@ def _server(recipe_variant: str, model_dir: Path, tmp_path: Path,
 def test_glm52_sparse_attention_is_refused_by_the_cpu_build(tmp_path: Path) -> None:
     model_dir = _shrunk(tmp_path / "glm-5.2-mini", dense=False)
     server = _server("glm-dense-mla-mtp3", model_dir, tmp_path,
-                     {k: v for k, v in DROPPED.items() if k != "--kv-cache-dtype"})
+                     {**{k: v for k, v in DROPPED.items() if k != "--kv-cache-dtype"},
+                      **NO_AMX})
     with pytest.raises(EngineError, match="engine exited"), server:
         pass
     log = (tmp_path / "vllm.log").read_text(errors="replace")
@@ -146,7 +158,7 @@ def test_glm52_sparse_attention_is_refused_by_the_cpu_build(tmp_path: Path) -> N
 
 def test_the_dense_mla_fallback_shape_serves_with_mtp_and_ignore_eos(tmp_path: Path) -> None:
     model_dir = _shrunk(tmp_path / "glm-5.2-dense-mla-mini", dense=True)
-    server = _server("glm-dense-mla-mtp3", model_dir, tmp_path, DROPPED)
+    server = _server("glm-dense-mla-mtp3", model_dir, tmp_path, {**DROPPED, **NO_AMX})
     prompts = tmp_path / "prompts.jsonl"
     seed = REPO / "params" / "seeds" / "data" / "000-prompt.jsonl"
     # the post's prompt; 64 tokens each, not its 1,024, to keep the rehearsal short

@@ -104,7 +104,10 @@ def test_client_chunks_reconcile_with_the_servers_counters(
     if capture and endpoint == "completions":
         with urllib.request.urlopen(metrics.metrics_url, timeout=10) as resp:
             Path(capture).write_bytes(resp.read())
-    assert metrics.failed_scrapes == 0 and metrics.scrapes >= 3, metrics.faults
+    # the counters need the scrapes that bracket the run; how many fall inside depends on how
+    # fast this machine runs it (under a second here at times), so mid-run sampling is held in
+    # tests/unit/measure/test_server_metrics.py, not here
+    assert metrics.failed_scrapes == 0 and metrics.scrapes >= 2, metrics.faults
     assert metrics.counters.requests_finished == N
     assert client.succeeded == N and client.output_tokens == N * OUTPUT_LEN
     assert s is not None and s.drafts and 0 < (s.acceptance_rate or 0) <= 1

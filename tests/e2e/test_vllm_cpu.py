@@ -85,6 +85,9 @@ def _engine_sums(url: str) -> dict[str, tuple[float, float]]:
 
 
 _TTFT = "time_to_first_token_seconds"
+_TPOT = "request_time_per_output_token_seconds"
+#: the engine's own mean TPOT may differ this much between the three runs and still be one pace
+ENGINE_PACE = 1.25
 
 
 def _engine_means(before: dict[str, tuple[float, float]],
@@ -149,15 +152,21 @@ def test_benchlib_agrees_with_vllm_bench_serve(engine: EngineProcess, tiny_model
     # the engine's own means (its /metrics) over each tool's run: when the clients saw far
     # more than the engine recorded, its API server was starved, and the skip below says so
     own = [_engine_means(a, b) for a, b in ((s0, s1), (s1, s2), (s2, s3))]
-    seen = (f"engine's own mean TTFT {', '.join(f'{e[_TTFT]:.1f}' for e in own)} ms during "
+    seen = (f"engine's own mean TTFT {', '.join(f'{e[_TTFT]:.1f}' for e in own)} ms and TPOT "
+            f"{', '.join(f'{e[_TPOT]:.2f}' for e in own)} ms during "
             f"ours, vLLM's, ours; the clients' {before['mean_ttft_ms']:.1f}, "
             f"{ref['mean_ttft_ms']:.1f}, {after['mean_ttft_ms']:.1f} ms")
+    # the TPOTs compare only where the engine decoded at one pace through the three runs (its
+    # own per-request TPOT): vLLM's client, heavier than ours, can starve the engine's API
+    # server on two cores during its own run, and then it measured another engine pace
+    paces = [e[_TPOT] for e in own]
+    one_pace = max(paces) <= ENGINE_PACE * min(paces)
     # TTFT from both runs; TPOT only from runs whose streams were not delivered in bursts
     # (buffered_streams: all chunks within 1 ms — the engine's API server or this client
     # starved of CPU; such a TPOT measures the contention, not decoding, and vLLM's run
     # between ours need not have met the same)
     runs = [before, after]
-    decoding = [r for r in runs if r["buffered_streams"] <= N // 4]
+    decoding = [r for r in runs if r["buffered_streams"] <= N // 4] if one_pace else []
     ttft = [float(r["median_ttft_ms"]) for r in runs]
     ttft_drift = (max(ttft) - min(ttft)) / max(ttft)
     bands = {"median_ttft_ms": _band("median_ttft_ms", runs, VLLM_LATE_TTFT_MS)}

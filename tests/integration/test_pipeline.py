@@ -86,7 +86,7 @@ def test_run_writes_notebooks_sidecars_and_provenance(
                                                                ).read_text()
     assert "benchlib run " in (run_dir / "writeup.md").read_text()
     # no prompt went to the server twice in the whole run: the launch's probes, each
-    # measurement's warmups and its measured prompts (benchlib.measure._seeds), so a prefix
+    # measurement's warmups and its measured prompts (benchlib.measure.workload._seeds), so a prefix
     # cache flatters nothing. Rows: the chat check, 2 probes (chat, completions) and
     # 3 × (1 warmup + the prompts)
     truth = [json.loads(line) for line in server.truth.read_text().splitlines()]

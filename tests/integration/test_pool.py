@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from benchlib.measure._connection import StreamCapture
-from benchlib.measure._endpoint import Endpoint
-from benchlib.measure._pool import CLOSE_WINDOW_S, MAX_IDLE_S, ConnectionPool
+from benchlib.measure.wire._connection import StreamCapture
+from benchlib.measure.wire._endpoint import Endpoint
+from benchlib.measure.wire._pool import CLOSE_WINDOW_S, MAX_IDLE_S, ConnectionPool
 
 BODY = json.dumps({"model": "scripted", "stream": True, "max_tokens": 2,
                    "messages": [{"role": "user", "content": "hi"}]}).encode()

@@ -12,7 +12,7 @@ import pytest
 
 from benchlib.checks import sdk_view
 from benchlib.measure import MeasureConfig
-from benchlib.measure._seeds import sdk_seed
+from benchlib.measure.workload._seeds import sdk_seed
 
 
 @pytest.mark.parametrize("endpoint", ["chat", "completions"])

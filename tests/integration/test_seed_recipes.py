@@ -41,10 +41,12 @@ def test_all_seeds_check_as_one_batch() -> None:
     assert proc.stdout.count(": ok (") == len(RECIPES)
 
 
-def _dry_run(recipe: str) -> tuple[str, str]:
+def _dry_run(recipe: str, *, engine_python: bool = True) -> tuple[str, str]:
+    """`benchlib launch --dry-run`; with the CPU vLLM build's python when make test names it
+    (engine_python=False for a recipe whose engine brings its own environment)."""
     args = ["launch", "--dry-run", recipe]
     python = os.environ.get("BENCHLIB_ENGINE_PYTHON")
-    if python:
+    if python and engine_python:
         args += ["--engine-python", python]
     proc = benchlib(*args)
     assert proc.returncode == 0, proc.stderr
@@ -139,6 +141,38 @@ def test_seed_001_sglang_with_and_without_eagle() -> None:
                   "--speculative-eagle-topk 1", "--speculative-num-draft-tokens 4"):
         assert flags in eagle, flags
     assert err.count("checked against sglang 0.5.7 wheel") == 2, err
+
+
+def test_seed_001_moved_to_one_h200_on_sglang_0_5_15() -> None:
+    """Issue 36: the page's launch on SGLang 0.5.15 with dummy weights, EAGLE on and off,
+    checked against 0.5.15's committed set; every departure labelled as one; its references
+    are the page's chat c1/c16 entries, word for word those of 001.yaml."""
+    import yaml
+
+    from benchlib.recipe import load_recipe
+
+    out, err = _dry_run("params/seeds/001-glm47-flash-sglang-h200.yaml", engine_python=False)
+    plain, eagle = out.split("# variant sglang-eagle")
+    for flags in ("sglang-env/bin/python -m sglang.launch_server", "--load-format dummy",
+                  "params/models/zai-org--glm-4.7-flash", "--reasoning-parser glm45",
+                  "--tool-call-parser glm47", "--attention-backend triton", "--tp-size 1",
+                  "NCCL_NVLS_ENABLE=0"):
+        assert flags in plain and flags in eagle, flags
+    assert "--speculative" not in plain
+    for flags in ("--speculative-algorithm EAGLE", "--speculative-num-steps 3",
+                  "--speculative-eagle-topk 1", "--speculative-num-draft-tokens 4"):
+        assert flags in eagle, flags
+    assert err.count("checked against sglang 0.5.15 wheel") == 2, err
+    recipe = load_recipe(SEEDS / "001-glm47-flash-sglang-h200.yaml")
+    assert recipe.checks is not None and recipe.checks.thinking and recipe.checks.tool_call
+    assert {a.setting for a in recipe.assumptions if a.kind == "differs"} >= {
+        "hardware.gpu_name_pattern", "engine.version", "model.weights",
+        "scenarios.chat.concurrencies"}
+    refs = SEEDS / "references"
+    page = yaml.safe_load((refs / "001.yaml").read_text())["references"]
+    h200 = yaml.safe_load((refs / "001-h200.yaml").read_text())["references"]
+    chat = [r for r in page if r.get("scenario") == "chat" and r.get("concurrency") in (1, 16)]
+    assert h200 == chat and [r["concurrency"] for r in h200] == [1, 16]
 
 
 def test_seed_003_vllm_dflash2_against_openjet_mtp() -> None:

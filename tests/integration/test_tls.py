@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from benchlib.measure import MeasureConfig, MeasureResult, measure
-from benchlib.measure._endpoint import Endpoint
-from benchlib.measure._pool import ConnectionPool
+from benchlib.measure.wire._endpoint import Endpoint
+from benchlib.measure.wire._pool import ConnectionPool
 from benchlib.pipeline import read_sidecar
 from tests._tls_files import TlsFiles
 from tests.conftest import REPO

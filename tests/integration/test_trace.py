@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from benchlib.measure import MeasureConfig, measure, read_requests, requests_path
-from benchlib.measure._trace import read_trace, trace_prompts
+from benchlib.measure.workload._trace import read_trace, trace_prompts
 
 from ._truth import load_jsonl
 

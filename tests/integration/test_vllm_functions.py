@@ -4,10 +4,10 @@ arithmetic held to vLLM's own functions, imported from the vLLM environment
 
 * ``vllm.benchmarks.serve.get_request`` after ``np.random.seed(seed)`` (as ``vllm bench
   serve`` seeds it), its sleeps recorded instead of slept, against
-  :func:`benchlib.measure._arrivals.arrival_offsets`;
+  :func:`benchlib.measure.workload._arrivals.arrival_offsets`;
 * ``vllm.v1.spec_decode.metrics.SpecDecodingStats`` / ``SpecDecodingLogging.log`` (the
   acceptance rate, the mean acceptance length with its bonus token, the per-position rates
-  the engine logs) against :mod:`benchlib.measure._spec` on the same counters.
+  the engine logs) against :mod:`benchlib.measure.server._spec` on the same counters.
 
 A speedup is a ratio of two measured per-user speeds (04_compare); vLLM has no function for
 it, so the arithmetic held to vLLM here is the acceptance it is read beside.
@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from benchlib.measure._arrivals import arrival_offsets
-from benchlib.measure._server_metrics import ServerCounters, ServerGauges, ServerMetrics
-from benchlib.measure._spec import _from_metrics
+from benchlib.measure.server._server_metrics import ServerCounters, ServerGauges, ServerMetrics
+from benchlib.measure.server._spec import _from_metrics
+from benchlib.measure.workload._arrivals import arrival_offsets
 from benchmarks._peers import vllm_python
 
 N, RATE, SEED = 64, 50.0, 7

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchlib.measure import MeasureResult, read_requests, requests_path
-from benchlib.measure._arrivals import arrival_offsets
+from benchlib.measure.workload._arrivals import arrival_offsets
 
 from ..conftest import REPO, ScriptedServerProcess
 from ._truth import errors_vs_truth

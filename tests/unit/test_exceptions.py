@@ -1,5 +1,6 @@
-"""The exception tree in ``benchlib/_exceptions.py``'s docstring is the real one, and the one
-helper that maps pydantic's validation errors names what a user typed."""
+"""The exception tree in ``benchlib/_exceptions.py``'s docstring is the real one, every
+exception class is defined there, and the one helper that maps pydantic's validation errors
+names what a user typed."""
 
 from __future__ import annotations
 
@@ -66,6 +67,13 @@ def test_every_exception_class_is_in_the_docstring_tree() -> None:
     assert set(drawn) == set(defined), (
         f"missing from the tree: {sorted(set(defined) - set(drawn))}; "
         f"drawn but not defined: {sorted(set(drawn) - set(defined))}")
+
+
+def test_every_exception_class_is_defined_in_exceptions_py() -> None:
+    """One place for the whole tree (issue 38): the modules that raise them import them."""
+    elsewhere = {n: m for n, (m, _) in _defined_exceptions().items()
+                 if m != "benchlib._exceptions"}
+    assert not elsewhere, f"exception classes outside benchlib/_exceptions.py: {elsewhere}"
 
 
 def test_the_tree_draws_real_parents_and_exit_codes() -> None:

@@ -15,6 +15,8 @@ from types import ModuleType
 
 import pytest
 
+from benchlib.recipe import load_recipe
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -148,3 +150,72 @@ def test_seed_000s_visit_asks_for_eight_gpus_and_runs_its_recipe(gr: ModuleType)
     assert [c["kind"] for c in calls] == ["nvidia-h200-x8"] * 2
     assert calls[1]["command"].split("--wait ")[1].split()[0] == "seed000-x8"
     assert "seed000-x8-dense-mla" not in gr.VISITS["seed000-x8"]  # the fallback: its own visit
+
+
+def test_seed_003s_visit_carries_open_jet_built_here_and_makes_its_gguf_there(
+        gr: ModuleType, tmp_path: Path) -> None:
+    """Issue 33's visit: open-jet's engine comes built (group openjet), the 27B GGUF is made
+    there once llama.cpp's gguf-py and the tokenizer are in; the one run starts once open-jet
+    and its GGUF are in place, with open-jet's variants, while vLLM's parts arrive and
+    llama.cpp's CUDA build runs beside them (the recipe's order puts theirs after)."""
+    (gr.JOBS_DIR / "visit").write_text("seed003\n")
+    names = [j.name for j in gr.visit_jobs()]
+    assert names == ["venv", "llamacpp-source", "llamacpp", "tiny", "vllm-env", "openjet",
+                     "gguf27", "seed003"]
+    run = next(j for j in gr.JOBS if j.name == "seed003")
+    assert {"openjet", "gguf27", "group:vllm"} <= set(run.needs)  # every part in first
+    assert not {"llamacpp", "vllm-env"} & set(run.needs)
+    assert gr.RUNS["seed003"] == "params/seeds/003-qwen38-27b-h200.yaml"
+    recipe = load_recipe(gr.REPO / gr.RUNS["seed003"])
+    kinds = [v.engine.kind for _, v in recipe.variant_recipes()]
+    assert kinds == ["openjet", "openjet", "vllm", "vllm", "llamacpp"]
+    calls = gr.device_calls([gr.REPO / ".device/parts/openjet-00"], "seed003")
+    assert calls[-1]["command"].split("--wait ")[1].split()[0] == "seed003"
+    # a build that did not finish is refused by name, before anything is packed
+    (tmp_path / "BUILD.json").write_text('{"outcome": "failed"}')
+    with pytest.raises(SystemExit, match="no finished build"):
+        gr.stage_openjet(tmp_path)
+
+
+def test_the_smollm2_visit_makes_the_demo_model_there_and_runs_vllm_first(
+        gr: ModuleType) -> None:
+    """Issue 34's real-model visit: the wheel carried (group smollm2), the model made there
+    by `benchlib real-model` once llama.cpp's converter is in, the run after every part and
+    vLLM's install; llama.cpp builds beside it and serves last."""
+    (gr.JOBS_DIR / "visit").write_text("smollm2\n")
+    assert [j.name for j in gr.visit_jobs()] == ["venv", "llamacpp-source", "llamacpp",
+                                                 "vllm-env", "smollm2", "smollm2-run"]
+    run = next(j for j in gr.JOBS if j.name == "smollm2-run")
+    assert {"smollm2", "vllm-env", "group:vllm"} <= set(run.needs)
+    assert "llamacpp" not in run.needs
+    recipe = load_recipe(gr.REPO / gr.RUNS["smollm2-run"])
+    kinds = [v.engine.kind for _, v in recipe.variant_recipes()]
+    assert kinds == ["vllm", "vllm", "llamacpp", "llamacpp"]
+    paths = {str(v.model.local_path) for _, v in recipe.variant_recipes()}
+    assert all(str(gr.MODELS.relative_to(gr.REPO)) in p for p in paths)
+def test_seed_001s_visit_installs_sglang_asks_its_parser_then_runs(
+        gr: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 36's visit: SGLang 0.5.15's parts (group sglang), its venv with sgl_kernel loaded
+    and its own --help, the recipe's flags checked by the kit against that parser, then the
+    one run on the GPU once every part is in (a call copies the tree as it starts)."""
+    (gr.JOBS_DIR / "visit").write_text("seed001\n")
+    assert [j.name for j in gr.visit_jobs()] == ["venv", "tiny", "sglang-env", "sglang-flags",
+                                                 "seed001"]
+    jobs = {j.name: j for j in gr.JOBS}
+    assert jobs["sglang-env"].needs == ("group:sglang",) and not jobs["sglang-env"].gpu
+    assert {"venv", "sglang-env"} <= set(jobs["sglang-flags"].needs)
+    run = jobs["seed001"]
+    assert run.gpu and {"sglang-flags", "group:base", "group:sglang", "tiny"} <= set(run.needs)
+    assert gr.RUNS["seed001"] == "params/seeds/001-glm47-flash-sglang-h200.yaml"
+    recipe = load_recipe(gr.REPO / gr.RUNS["seed001"])
+    assert recipe.engine.python is not None and Path(str(recipe.engine.python)).parts[-3] == \
+        gr.SGLANG_ENV.name
+    calls = gr.device_calls([gr.REPO / ".device/parts/base-00",
+                             gr.REPO / ".device/parts/sglang-00"], "seed001")
+    assert [c.get("carry") for c in calls[:2]] == [[".device/parts/base-00"],
+                                                   [".device/parts/sglang-00"]]
+    assert calls[-1]["command"].split("--wait ")[1].split()[0] == "seed001"
+    assert not any("kind" in c for c in calls)  # one GPU
+    with pytest.raises(SystemExit) as exit_:  # stage offers the group by name
+        gr.main(["stage", "--groups", "sglangx"])
+    assert exit_.value.code == 2 and "'sglang'" in capsys.readouterr().err

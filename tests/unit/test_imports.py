@@ -274,11 +274,11 @@ def test_imports_only_go_down_the_declared_layers() -> None:
 def test_a_planted_upward_import_is_caught() -> None:
     """The check can fail: measure (layer 2) importing pipeline (5), and recipe importing
     engines (same-or-higher), are named; a package importing itself or a lower one is not."""
-    planted = [Edge("benchlib.measure._run", "benchlib.pipeline._runner", 7),
+    planted = [Edge("benchlib.measure.load._run", "benchlib.pipeline._runner", 7),
                Edge("benchlib.recipe._schema", "benchlib.engines._flags", 9),
                Edge("benchlib.recipe._schema", "benchlib.scripted._server", 11),
                Edge("benchlib.pipeline._runner", "benchlib.pipeline._declare", 3),
-               Edge("benchlib.pipeline._runner", "benchlib.measure._run", 4)]
+               Edge("benchlib.pipeline._runner", "benchlib.measure.load._run", 4)]
     assert upward(planted) == planted[:3]
 
 

@@ -1,11 +1,12 @@
-"""No module of benchlib over 400 lines: one that grows past it is split by what it does."""
+"""No module of benchlib over 350 lines (issue 38): one that grows past it is split by what it
+does."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "benchlib"
-LIMIT = 400
+LIMIT = 350
 
 
 def test_no_module_is_over_the_limit() -> None:

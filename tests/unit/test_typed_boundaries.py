@@ -15,8 +15,10 @@ ALLOWED = {
     "benchlib/report/_context.py": (1, "the write-up's names: template data Jinja looks up "
                                        "by name (JSON)"),
     "benchlib/report/_energy.py": (1, "a samples file's JSON header"),
-    "benchlib/report/_html.py": (2, "the sidecar's provenance, as whichever kit version "
+    "benchlib/report/_provenance.py": (2, "the sidecar's provenance, as whichever kit version "
                                     "wrote it (JSON)"),
+    "benchlib/pipeline/_dry_build.py": (1, "the keyword arguments every measurement of a "
+                                           "scenario shares, passed to measure_config"),
     "benchlib/pipeline/steps/_engine_vs_plan.py": (5, "PlanConfig's keyword settings per "
                                                       "engine kind: typed when the engine "
                                                       "adapters land (issue 26)"),

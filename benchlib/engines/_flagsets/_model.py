@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from benchlib._exceptions import FlagSourceError
+
 __all__ = ["DATA_DIR", "SCHEMA", "FlagOption", "FlagSet", "FlagSourceError", "Style",
            "cache_dir", "committed", "committed_versions"]
 
@@ -23,11 +25,6 @@ _KIT = Path(__file__).resolve().parents[3]  # the checkout: benchlib/engines/_fl
 #: ``--flag=value``, no abbreviations); stored in every flag set
 Style = Literal["argparse", "llamacpp"]
 LLAMACPP_STYLE: Style = "llamacpp"
-
-
-class FlagSourceError(RuntimeError):
-    """An engine's flag set could not be obtained (the message says why); the check then
-    reports the flags as unchecked instead of failing the launch."""
 
 
 @dataclass(frozen=True, slots=True)

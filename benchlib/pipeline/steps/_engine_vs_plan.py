@@ -8,47 +8,34 @@ size and tensor parallelism from the engine's arguments, and its KV budget where
 is told one (vLLM's CPU build: ``VLLM_CPU_KVCACHE_SPACE`` GiB) — the recipe's ``plan``
 settings (GPU, utilization) fill in the rest.
 
-What is compared, per engine:
-
-* vLLM: the weights (``Model loading took X GiB``; the CPU build prints no such line), the KV
-  budget (``Available KV cache memory: X GiB``, else ``/metrics``
-  ``vllm:cache_config_info{kv_cache_memory_bytes}``, else the CPU build's ``Explicitly set
-  (X/Y) GiB for KV cache``), the KV tokens (``KV cache size: N tokens``) and the KV blocks
-  (``vllm:cache_config_info{num_gpu_blocks}``, whose ``block_size`` label also sets the
-  plan's block size when the recipe does not);
-* llama.cpp: the weights (the ``model buffer size`` lines against the GGUF's tensor bytes),
-  the KV cache (``llama_kv_cache: size = X MiB (N cells …)`` against cells × the plan's bytes
-  per token at ``--cache-type-k``) and its cells (``max_model_len`` × slots, as the launcher
-  sets ``-c``); with a draft model, the draft's weights and KV cache too.
+What is compared is each engine's own business: its adapter says which of its settings change
+the plan and which figures it reported (:mod:`benchlib.adapters._memory`; vLLM: the weights,
+KV budget, tokens and blocks and its own breakdown of the overhead; llama.cpp: the weights,
+the KV cache and its cells, a draft's too). This module plans, sets the figures side by side
+and flags them.
 
 A figure either side lacks is shown with ``None`` and never flagged.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchlib._exceptions import BenchlibError
-from benchlib.adapters import ADAPTERS, adapter
+from benchlib.adapters import ADAPTERS, MemoryInputs, adapter
 from benchlib.recipe import Recipe, Scenario
 from benchlib.runs import FLAG_PCT, EngineVsPlan, KvVsPlan, PlanFigure
 
 if TYPE_CHECKING:
-    from benchlib.memory import Plan
+    pass
 
 __all__ = ["FLAG_PCT", "EngineVsPlan", "PlanFigure", "compare_engine_to_plan",
            "flagged_lines", "kv_usage_expected"]
 
 _GIB = 1024**3
-#: llama.cpp's --cache-type-k values the plan's KV dtypes can size
-_LLAMACPP_KV = {"f16": "fp16", "bf16": "bf16"}
-#: vLLM's CPU build: ``Explicitly set (1.0/13.96) GiB for KV cache on node 0``
-_CPU_KV_SPACE = re.compile(r"Explicitly set \(([\d.]+)/[\d.]+\) GiB for KV cache")
 
 #: what to do when a figure differs, per figure
 _ADVICE = {
@@ -117,144 +104,19 @@ def _figure(figure: str, plan: float | None, engine: float | None, source: str,
                       flagged=flagged, advice=_ADVICE[figure] if flagged else "")
 
 
-def _arg(args: Sequence[str], *flags: str) -> str | None:
-    """The value after the last of ``flags`` in ``args`` (``--flag value`` or
-    ``--flag=value``)."""
-    found = None
-    for flag, value in itertools.pairwise([*args, ""]):
-        if flag in flags:
-            found = value
-        elif "=" in flag and flag.split("=", 1)[0] in flags:
-            found = flag.split("=", 1)[1]
-    return found
-
-
-def _label_int(labels: Mapping[str, str], key: str) -> int | None:
-    value = labels.get(key, "")
-    return int(value) if value.isdigit() else None
-
-
-def _settings(recipe: Recipe, model: Path, cache_config: Mapping[str, str]
+def _settings(recipe: Recipe, model: Path, m: MemoryInputs
               ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The PlanConfig settings for this engine, and what else the comparison needs (slots,
-    the KV dtype llama.cpp uses) — both shown in the result."""
+    """The PlanConfig settings for this engine (the recipe's plan settings, the model,
+    ``max_model_len``, then the engine's own, :meth:`~benchlib.adapters.EngineAdapter.
+    memory_settings`), and what else its report needs — both shown in the result."""
     from benchlib.memory import PlanConfig
 
-    e = recipe.engine
-    args = [str(a) for a in e.args]
     fields = set(PlanConfig.model_fields) - {"model", "sglang_pool", "mem_fraction_static"}
     cfg: dict[str, Any] = {k: v for k, v in recipe.plan.items() if k in fields}
     cfg["model"] = model
-    if e.max_model_len:
-        cfg["max_model_len"] = e.max_model_len
-    extra: dict[str, Any] = {}
-    if adapter(e.kind).plan_comparison == "kv_blocks":
-        # the utilization the engine runs at: its flag, else its version's default (the
-        # recipe's plan setting sizes 00_plan, not an engine it is not passed to)
-        cfg.pop("gpu_memory_utilization", None)
-        if e.version:
-            cfg["vllm_version"] = str(e.version)
-        spec = e.speculative
-        if spec.on:
-            cfg["speculative"] = spec.method
-            if spec.draft_model is not None and (spec.draft_model / "config.json").is_file():
-                cfg["draft_model"] = spec.draft_model
-        if e.parallel is not None:  # the kit passes --tensor-parallel-size from it
-            cfg["tp"] = e.parallel.tp
-        for key, flags, kind in (
-                ("kv_cache_dtype", ("--kv-cache-dtype",), str),
-                ("block_size", ("--block-size",), int),
-                ("gpu_memory_utilization", ("--gpu-memory-utilization",), float),
-                ("tp", ("--tensor-parallel-size", "-tp"), int),
-                ("max_num_seqs", ("--max-num-seqs",), int),
-                ("max_num_batched_tokens", ("--max-num-batched-tokens",), int)):
-            value = _arg(args, *flags)
-            if value is not None:
-                cfg[key] = kind(value)
-        if "--enforce-eager" in args:  # nothing captured: no CUDA-graph estimate
-            cfg["cuda_graphs"] = False
-        if "block_size" not in cfg and _label_int(cache_config, "block_size"):
-            cfg["block_size"] = _label_int(cache_config, "block_size")
-            extra["block_size_from"] = "/metrics vllm:cache_config_info{block_size}"
-        space = e.env.get("VLLM_CPU_KVCACHE_SPACE")
-        if space is not None:
-            cfg["kv_budget_gib"] = float(space)
-            extra["kv_budget_from"] = "engine.env VLLM_CPU_KVCACHE_SPACE"
-    else:  # llamacpp: the KV is -c cells of --cache-type-k/v, not a budget
-        cfg.pop("kv_budget_gib", None)
-        ctk = _arg(args, "-ctk", "--cache-type-k") or "f16"
-        ctv = _arg(args, "-ctv", "--cache-type-v") or "f16"
-        extra["cache_type"] = ctk if ctk == ctv else f"{ctk}/{ctv}"
-        if ctk == ctv and ctk in _LLAMACPP_KV:
-            cfg["kv_cache_dtype"] = _LLAMACPP_KV[ctk]
-        slots = _arg(args, "-np", "--parallel")
-        extra["slots"] = int(slots) if slots and slots.isdigit() and int(slots) > 0 else 1
-    return cfg, extra
-
-
-def _vllm_rows(p: Plan, facts: Mapping[str, Any], cache_config: Mapping[str, str],
-               log_text: str) -> list[PlanFigure]:
-    rows = [_figure("weights_gib", p.weights.per_gpu_gib, _number(facts.get(
-        "model_loading_gib")), "log: Model loading took X GiB")]
-    budget, source = _number(facts.get("kv_cache_gib")), "log: Available KV cache memory"
-    if budget is None and _label_int(cache_config, "kv_cache_memory_bytes"):
-        budget = (_label_int(cache_config, "kv_cache_memory_bytes") or 0) / _GIB
-        source = "/metrics vllm:cache_config_info{kv_cache_memory_bytes}"
-    if budget is None and (m := _CPU_KV_SPACE.search(log_text)):
-        budget, source = float(m.group(1)), "log: Explicitly set (X/…) GiB for KV cache"
-    rows.append(_figure("kv_budget_gib", p.kv_budget_gib, budget, source))
-    tokens = _number(facts.get("kv_cache_tokens"))
-    rows.append(_figure("kv_cache_tokens", _number(p.kv_cache_tokens), tokens,
-                        "log: KV cache size: N tokens"))
-    rows.append(_figure("kv_blocks", float(p.capacity.num_blocks) if p.capacity else None,
-                        _number(_label_int(cache_config, "num_gpu_blocks")),
-                        "/metrics vllm:cache_config_info{num_gpu_blocks}"))
-    if p.overhead.runner == "legacy" or p.kv_budget_gib is None:
-        return rows
-    # vLLM's own breakdown ("Actual usage is …", "Estimated CUDA graph memory"), part by part
-    usage = "log: Desired GPU memory utilization … Actual usage is …"
-    o, budget = p.overhead, p.kv_budget_gib
-    rows += [_figure("gpu_memory_utilization", p.config.utilization,
-                     _number(facts.get("gpu_memory_utilization")), usage),
-             _figure("activation_peak_gib", o.activation_gib,
-                     _number(facts.get("activation_peak_gib")), usage, budget),
-             _figure("non_torch_gib", o.non_torch_gib, _number(facts.get("non_torch_gib")),
-                     usage, budget),
-             _figure("cuda_graph_estimate_gib", o.cuda_graph_gib,
-                     _number(facts.get("cuda_graph_estimate_gib")) if o.runner == "v1"
-                     or facts.get("cuda_graph_estimate_gib") is not None else 0.0,
-                     "log: Estimated CUDA graph memory (V1 model runner; none on V2)", budget)]
-    return rows
-
-
-def _llamacpp_rows(p: Plan, facts: Mapping[str, Any], cfg: Mapping[str, Any],
-                   extra: dict[str, Any], draft: Path | None) -> list[PlanFigure]:
-    from benchlib.memory import kv_layout, load_gguf
-
-    cells = p.max_model_len * int(extra["slots"])
-    extra["kv_cells"] = cells
-    rows = [_figure("weights_gib", p.weights.per_gpu_gib,
-                    _number(facts.get("model_loading_gib")),
-                    "log: load_tensors: … model buffer size = X MiB (summed)")]
-    per_token = p.layout.bytes_per_token + p.layout.sliding_bytes_per_token
-    sized = "kv_cache_dtype" in cfg
-    rows.append(_figure("kv_cache_gib", cells * per_token / _GIB if sized else None,
-                        _number(facts.get("kv_cache_gib")),
-                        "log: llama_kv_cache: size = X MiB"))
-    rows.append(_figure("kv_cache_tokens", float(cells), _number(facts.get("kv_cache_tokens")),
-                        "log: llama_kv_cache: (N cells, …, S/S seqs): cells × streams"))
-    if draft is not None and draft.suffix == ".gguf" and draft.is_file():
-        info = load_gguf(draft)
-        rows.append(_figure("draft_weights_gib", info.tensor_bytes / _GIB,
-                            _number(facts.get("draft_model_gib")),
-                            "log: the draft's model buffer size lines"))
-        if sized:  # the draft's own KV: as many cells, its own bytes per token
-            layout = kv_layout(info.arch, kv_cache_dtype=str(cfg["kv_cache_dtype"]))
-            rows.append(_figure("draft_kv_cache_gib", cells * (
-                layout.bytes_per_token + layout.sliding_bytes_per_token) / _GIB,
-                _number(facts.get("draft_kv_cache_gib")),
-                "log: the draft's llama_kv_cache: size = X MiB"))
-    return rows
+    if recipe.engine.max_model_len:
+        cfg["max_model_len"] = recipe.engine.max_model_len
+    return adapter(recipe.engine.kind).memory_settings(cfg, m)
 
 
 def compare_engine_to_plan(recipe: Recipe, model_path: Path | None,
@@ -264,28 +126,28 @@ def compare_engine_to_plan(recipe: Recipe, model_path: Path | None,
     parsed ``engine.log``; ``cache_config``: vLLM's ``vllm:cache_config_info`` labels)."""
     from benchlib.memory import PlanConfig, plan
 
-    kind, how = recipe.engine.kind, adapter(recipe.engine.kind).plan_comparison
-    if how is None:
+    e = recipe.engine
+    engine = adapter(e.kind)
+    if engine.plan_comparison is None:
         covered = " and ".join(a.label for a in ADAPTERS.values() if a.plan_comparison)
-        return EngineVsPlan(skipped=f"engine {kind}: the comparison covers {covered}")
+        return EngineVsPlan(skipped=f"engine {e.kind}: the comparison covers {covered}")
     model = model_path or recipe.model.local_path
     if model is None:
         return EngineVsPlan(skipped="no local model to plan from")
     if model.is_dir() and not (model / "config.json").is_file():
         return EngineVsPlan(skipped=f"no config.json in {model}")
-    cache_config = cache_config or {}
-    cfg, extra = _settings(recipe, model, cache_config)
+    m = MemoryInputs(args=tuple(str(a) for a in e.args), env=dict(e.env),
+                     version=str(e.version) if e.version else None, speculative=e.speculative,
+                     tp=e.parallel.tp if e.parallel is not None else None,
+                     cache_config=dict(cache_config or {}), log_text=log_text)
+    cfg, extra = _settings(recipe, model, m)
     shown = {k: str(v) if isinstance(v, Path) else v for k, v in cfg.items()} | extra
     try:  # a model the plan cannot read is said, never a failed launch
         p = plan(PlanConfig(**cfg))
-        if how == "kv_blocks":
-            rows = _vllm_rows(p, log_facts, cache_config, log_text)
-            shown["block_size"] = p.layout.block_size
-        else:
-            rows = _llamacpp_rows(p, log_facts, cfg, extra, recipe.engine.speculative.draft_model)
-            shown |= extra
+        rows = [_figure(*row) for row in engine.memory_rows(p, log_facts, m, cfg, extra)]
     except (BenchlibError, ValueError, OSError) as exc:
         return EngineVsPlan(settings=shown, skipped=f"the plan failed: {exc}")
+    shown |= extra
     shown["kv_bytes_per_token"] = p.layout.bytes_per_token
     return EngineVsPlan(settings=shown, rows=rows)
 

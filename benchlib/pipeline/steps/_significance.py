@@ -1,6 +1,6 @@
 """Whether a comparison's differences are real: each variant's headline figures over the
 baseline variant's (the recipe's first), and each speculative speedup, with a bootstrap 95 %
-interval (:mod:`benchlib.measure._intervals`) from the per-request records of every repeat
+interval (:mod:`benchlib.measure.stats._intervals`) from the per-request records of every repeat
 of both measurements. A ratio is called *significant* only when its interval excludes 1; with
 one repeat a side's interval comes from its requests alone, and the row says so; a p99 from
 fewer than 100 requests is shown as too few, not as a number."""
@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchlib.measure import read_requests, requests_path
-from benchlib.measure._intervals import FIGURES, RatioInterval, Repeat, ratio_interval
-from benchlib.measure._seeds import bootstrap_seed, derive
+from benchlib.measure.stats._intervals import FIGURES, RatioInterval, Repeat, ratio_interval
+from benchlib.measure.workload._seeds import bootstrap_seed, derive
 from benchlib.recipe import Recipe
 from benchlib.runs import STEP_MEASURE, Measurement, MeasureStep, RunFolder
 

@@ -21,11 +21,12 @@ from benchlib.runs import (
     RunFolder,
     summary_table,
 )
+from benchlib.runs._pareto import pareto_figure
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["VARIANT_COLUMNS", "timing_caveats", "variants_figure", "variants_table",
+__all__ = ["VARIANT_COLUMNS", "baseline_of", "timing_caveats", "variants_figure", "variants_table",
            "weights_caveat"]
 
 VARIANT_COLUMNS = ["variant", "engine", "speculative", "scenario", "concurrency", "completed",
@@ -38,7 +39,7 @@ VARIANT_COLUMNS = ["variant", "engine", "speculative", "scenario", "concurrency"
                    "median_ttft_from_schedule_ms"]
 
 
-def _baseline(variants: dict[str, Recipe], name: str) -> str | None:
+def baseline_of(variants: dict[str, Recipe], name: str) -> str | None:
     """The variant a speculating variant's speedup is taken over: the first one with the
     same engine kind and model and speculation off."""
     mine = variants[name]
@@ -121,7 +122,7 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
                 "server_mean_acceptance_length": spec.mean_acceptance_length if spec else None,
                 "spec_reconciled": spec.reconciled if spec else None,
                 "planned_kv_tokens": kv_tokens, "planned_max_concurrency": max_conc,
-                "speedup_over": _baseline(by_name, name),
+                "speedup_over": baseline_of(by_name, name),
                 "caveats": "; ".join(filter(None, [
                     *synthetic, *notes.get(name, []), weights_caveat(variant), timing[-1],
                     *assumption_caveats(recipe.assumptions, name, str(row["scenario"]))]))})
@@ -163,23 +164,21 @@ def _speed(row: Any) -> float | None:
 def variants_figure(table: pd.DataFrame, save_to: str | Path = "") -> Chart | None:
     """Per scenario, total output tokens/s against per-user tokens/s for every variant
     (points along concurrency; up and right is better): the Pareto view of the
-    comparison. None when nothing was measured."""
-    from matplotlib.figure import Figure
-
+    comparison, the report's headline figure (:func:`~benchlib.runs._pareto.pareto_figure`).
+    None when nothing was measured."""
     if table.empty:
         return None
-    scenarios = list(dict.fromkeys(table["scenario"]))
-    fig = Figure(figsize=(5 * len(scenarios), 4), layout="constrained")
-    axes = fig.subplots(1, len(scenarios), squeeze=False)[0]
-    for ax, scenario in zip(axes, scenarios, strict=True):
-        for name, g in table[table["scenario"] == scenario].groupby("variant", sort=False):
-            g = g.sort_values("concurrency")
-            ax.plot(g["output_throughput"], g["per_user_tok_s"], marker="o", label=str(name))
-            for _, row in g.iterrows():
-                ax.annotate(f"c{row['concurrency']}",
-                            (row["output_throughput"], row["per_user_tok_s"]),
-                            textcoords="offset points", xytext=(4, 4), fontsize=7)
-        ax.set_title(str(scenario))
-        ax.set_xlabel("total output tokens/s")
-        ax.set_ylabel("per-user tokens/s")
-    return Chart.finish(fig, axes, save_to)
+    data: dict[str, dict[str, list[tuple[int, float | None, float | None]]]] = {}
+    for _, row in table.sort_values("concurrency", kind="stable").iterrows():
+        data.setdefault(str(row["scenario"]), {}).setdefault(str(row["variant"]), []).append(
+            (int(row["concurrency"]), _finite(row["output_throughput"]),
+             _finite(row["per_user_tok_s"])))
+    chart = Chart(pareto_figure(data))
+    if save_to:
+        chart.save(save_to)
+    return chart
+
+
+def _finite(value: Any) -> float | None:
+    """A table's figure, None where it is missing (None, NaN)."""
+    return float(value) if value is not None and value == value else None

@@ -1,4 +1,6 @@
-"""``04_compare``: this run's measurements beside other runs', and every provenance
+"""``04_compare``: a recipe with variants opens with the run at a glance, the same headline
+table and figure its report opens with (:mod:`benchlib.runs._glance`); then this run's
+measurements beside other runs', and every provenance
 difference between them flagged (:mod:`benchlib.provenance._compare`); the recipe's
 published references (``compare.references``) beside the run's own figures. On its own, the
 notebook compares every run of the recipe found under ``outputs/`` (``benchlib run``'s and
@@ -16,12 +18,14 @@ from typing import TYPE_CHECKING
 from pydantic import JsonValue
 
 from benchlib._exceptions import UsageError
+from benchlib.measure import SpecCost
 from benchlib.pipeline._chart import Chart
 from benchlib.pipeline._declare import Param, Step, StepInputs
 from benchlib.pipeline._sidecar import Params
 from benchlib.pipeline._standalone import outputs, results_file, scratch_outputs, step_folder
 from benchlib.pipeline.steps._references import references_table
 from benchlib.pipeline.steps._significance import add_speedup_intervals, significance_table
+from benchlib.pipeline.steps._spec_cost import spec_cost_figure, spec_cost_rows
 from benchlib.pipeline.steps._variants import variants_figure, variants_table
 from benchlib.provenance import compare_provenance
 from benchlib.recipe import Recipe
@@ -43,7 +47,7 @@ from benchlib.sweep import run_sweeps, sweep_figure, sweep_row
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["STEP", "Compared", "compare", "compare_runs"]
+__all__ = ["STEP", "Compared", "compare", "compare_runs", "headline_table"]
 
 
 
@@ -59,6 +63,10 @@ class Compared:
     sweeps: pd.DataFrame | None = None
     sweep_figure: Chart | None = None
     significance: pd.DataFrame | None = None
+    spec_cost: pd.DataFrame | None = None
+    spec_cost_figure: Chart | None = None
+    #: the report's headline table: variants × scenarios (report._glance)
+    headline: pd.DataFrame | None = None
 
 
 def _measured(run: Path) -> tuple[MeasureStep, dict[str, JsonValue]]:
@@ -90,7 +98,8 @@ def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = "",
                  variants: pd.DataFrame | None = None,
                  references: pd.DataFrame | None = None,
                  sweeps: pd.DataFrame | None = None,
-                 significance: pd.DataFrame | None = None
+                 significance: pd.DataFrame | None = None,
+                 spec_cost: Sequence[SpecCost] = ()
                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Measure results of several runs side by side, and their provenance with every
     difference flagged. Each run folder must hold measure results."""
@@ -123,8 +132,39 @@ def compare_runs(run_dirs: Sequence[str | Path], results_path: str | Path = "",
         variants=[VariantRow.model_validate(r) for r in _records(variants)],
         references=[ReferenceRow.model_validate(r) for r in _records(references)],
         sweeps=[SweepRow.model_validate(r) for r in _records(sweeps)],
-        significance=[SignificanceRow.model_validate(r) for r in _records(significance)]))
+        significance=[SignificanceRow.model_validate(r) for r in _records(significance)],
+        spec_cost=list(spec_cost)))
     return table, prov_table
+
+
+def _cost_frame(costs: Sequence[SpecCost]) -> pd.DataFrame | None:
+    """The costs as a table (a projection's τ-to-match beside each); None without one."""
+    import pandas as pd
+
+    if not costs:
+        return None
+    return pd.DataFrame([{**c.model_dump(exclude={"projections", "formula"}),
+                          "to_match": "; ".join(f"{p.label}: τ {p.tokens_per_step:.2f}"
+                                                for p in c.projections
+                                                if p.label.startswith("to match"))}
+                         for c in costs])
+
+
+def headline_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The variants table as the report's first screen shows it: a row per variant, per
+    scenario its per-user tok/s, total tok/s, TTFT and speculation's speedup (with its
+    interval and significance), each header naming the concurrency it is read at."""
+    import pandas as pd
+
+    from benchlib.runs._glance import cell_texts, glance, headers
+
+    rows = [r for r in _records(table) if isinstance(r, dict)]
+    g = glance(rows)
+    columns = ["variant", "engine", "speculative",
+               *(f"{s.name}: {h}" for s in g.scenarios for h in headers(g, s))]
+    return pd.DataFrame([[v.name, v.engine, v.speculative or "off",
+                          *(t for s in g.scenarios for t in cell_texts(g, v.cells.get(s.name)))]
+                         for v in g.variants], columns=columns)
 
 
 def _has_measurements(run: Path) -> bool:
@@ -175,13 +215,17 @@ def compare(recipe: Recipe, *, run_dir: str | Path = "", other_runs: Sequence[st
         folder = step_folder(run_dir, recipe, scratch=False)
         refs = references_table(recipe, run_dir)
         sweeps, curves = _sweeps(run_dir)
+        costs = spec_cost_rows(recipe, run_dir) if str(run_dir) else []
         table_all, provenance = compare_runs(runs, results_file(results_path, folder,
                                                                 STEP.name), variants=table,
                                              references=refs, sweeps=sweeps,
-                                             significance=significance)
+                                             significance=significance, spec_cost=costs)
         return Compared(table=table_all, provenance=provenance, variants=table,
                         figure=figure, references=refs, sweeps=sweeps, sweep_figure=curves,
-                        significance=significance)
+                        significance=significance, spec_cost=_cost_frame(costs),
+                        spec_cost_figure=spec_cost_figure(
+                            costs, save_to=Path(run_dir) / "spec_cost.png"),
+                        headline=None if table is None else headline_table(table))
     own = [Path(run_dir)] if str(run_dir) and _has_measurements(Path(run_dir)) else []
     runs = [*own, *map(Path, other_runs)] if str(run_dir) else [
         *_runs_of(recipe), *map(Path, other_runs)]
@@ -203,13 +247,18 @@ def _bind(inputs: StepInputs) -> Params:
 
 STEP = Step[CompareResult](
     name=STEP_COMPARE.name, title="04 · Compare",
-    about="This run beside the recipe's `compare.runs`, and every provenance difference "
+    about="A recipe with variants opens with the report's headline: the table (per variant "
+          "and scenario: per-user tok/s, total tok/s, TTFT, speculation's speedup over its "
+          "own engine without it, with its interval) and the Pareto chart. Then this run "
+          "beside the recipe's `compare.runs`, and every provenance difference "
           "flagged (`differs`); a recipe with variants sets them side by side (startup, TTFT, "
           "TPOT, tokens per chunk against the server's acceptance, speedup over no "
           "speculation with its 95 % interval, declared differences as caveats) with the Pareto "
-          "chart, and each variant's headline figures over the first variant's with "
-          "bootstrap 95 % intervals, called significant only when the interval excludes 1; "
-          "published "
+          "chart, what speculation costs per engine step (its verify step against the "
+          "engine's own plain step, the break-even acceptance and the speedup at any tokens "
+          "per step, labelled projections), and each variant's headline figures over the "
+          "first variant's with bootstrap 95 % intervals, called significant only when the "
+          "interval excludes 1; published "
           "references (`compare.references`) beside the run's own figures, with their "
           "caveats; SLO searches kept in the run folder (`benchlib sweep --output-dir "
           "RUN/sweep/NAME`) as their curves with the knee marked. On its own, "
@@ -219,11 +268,14 @@ STEP = Step[CompareResult](
     scope="run",
     result=CompareResult,
     cells=("compared = bp.compare(recipe, run_dir=run_dir, other_runs=other_runs,\n"
-           "                      results_path=results_path)\ncompared.table",
+           "                      results_path=results_path)\ncompared.headline",
+           "compared.figure",
+           "compared.table",
            "compared.provenance",
            "compared.variants",
            "compared.significance",
-           "compared.figure",
+           "compared.spec_cost",
+           "compared.spec_cost_figure",
            "compared.references",
            "compared.sweeps",
            "compared.sweep_figure"),

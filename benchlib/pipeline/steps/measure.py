@@ -19,19 +19,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from benchlib._exceptions import BenchlibError
 from benchlib._secrets import env_secret
-from benchlib.accuracy import run_few_shot_gsm8k, run_gsm8k
 from benchlib.checks import SdkView, sdk_view
 from benchlib.energy import EnergyResult
 from benchlib.engines import http_ok
 from benchlib.measure import (
     MeasureResult,
-    concurrency_seed,
     measure,
     planned_requests,
     ramp_seed,
@@ -47,6 +43,7 @@ from benchlib.pipeline._standalone import (
     tls_options,
     url_context,
 )
+from benchlib.pipeline.steps._accuracy import run_accuracy
 from benchlib.pipeline.steps._energy import start_energy
 from benchlib.pipeline.steps._engine_vs_plan import kv_usage_expected
 from benchlib.pipeline.steps._server import sampler_for, server_side
@@ -55,7 +52,6 @@ from benchlib.recipe import Recipe, Scenario
 from benchlib.runs import (
     STEP_LAUNCH,
     STEP_MEASURE,
-    AccuracyFailed,
     EngineLost,
     KvVsPlan,
     LaunchResult,
@@ -66,6 +62,7 @@ from benchlib.runs import (
     RunFolder,
     save_results,
     summary_table,
+    whole,
 )
 
 if TYPE_CHECKING:
@@ -73,7 +70,6 @@ if TYPE_CHECKING:
 
 __all__ = ["STEP", "Measured", "measure_scenarios"]
 
-M = TypeVar("M", bound=BaseModel)
 
 #: per-request arrays stay in the measure JSON; the results keep the aggregates
 _BULKY = ("input_lens", "output_lens", "ttfts", "itls", "errors", "latencies", "start_times",
@@ -108,57 +104,13 @@ def _sdk(recipe: Recipe, s: Scenario, url: str, tokenizer: Path | None, api_key:
     cfg = s.measure_config(base_url=url, model=recipe.model.served_model_name,
                            tokenizer=tokenizer, result_json=None, max_concurrency=conc,
                            num_prompts=s.prompts_at(index), input_len=s.input_len,
-                           seed=concurrency_seed(s.seed, index), **tls_options(recipe, url))
+                           seed=s.seed_at(index), **tls_options(recipe, url))
     view = sdk_view(cfg, api_key, wire.model_dump(exclude_unset=True))
     print(f"  through the openai SDK ({view.client}): median TTFT "
           f"{_ms(view.median_ttft_ms, 1)} ({_ms(view.ttft_overhead_ms, 2)} over the wire), "
           f"TPOT {_ms(view.median_tpot_ms, 2)} ({_ms(view.tpot_overhead_ms, 3)} over)",
           flush=True)
     return view
-
-
-def _accuracy(recipe: Recipe, url: str, folder: RunFolder, api_key: str | None,
-              results: MeasureStep, save: Callable[[], None], problems: list[str]) -> None:
-    """The recipe's accuracy run (lm-eval's gsm8k or SGLang's few_shot_gsm8k) against the
-    engine, once: a resumed run keeps a score it has."""
-    spec = recipe.accuracy
-    assert spec is not None
-    key = f"accuracy/{spec.task}"
-    earlier = results.accuracy.get(spec.task)
-    if earlier is not None and not isinstance(earlier, AccuracyFailed) and earlier.n:
-        print(f"{key}: done in an earlier attempt, skipped", flush=True)
-        return
-    harness = "SGLang's few_shot_gsm8k" if spec.task == "few_shot_gsm8k" else "lm-eval"
-    print(f"{key}: {harness}, {spec.limit or 'all'} items, {spec.num_fewshot}-shot, "
-          f"{spec.concurrency} at a time", flush=True)
-    model = recipe.model.served_model_name
-    try:
-        if spec.task == "few_shot_gsm8k":
-            few = run_few_shot_gsm8k(spec, url, model, folder.path, api_key=api_key)
-            results.accuracy[spec.task] = _whole(few)
-            save()
-            print(f"{key}: Accuracy {few.accuracy:.3f}, Invalid {few.invalid:.3f}, Latency "
-                  f"{few.latency_s:.3f} s, Output throughput {few.output_throughput:.3f} "
-                  f"token/s over {few.n} questions"
-                  f"{' — ' + few.caveat if few.caveat else ''}", flush=True)
-            return
-        acc = run_gsm8k(spec, url, model, folder.path, api_key=api_key)
-    except BenchlibError as exc:
-        results.accuracy[spec.task] = AccuracyFailed(error=str(exc))
-        save()
-        problems.append(f"{key}: {exc}")
-        return
-    results.accuracy[spec.task] = _whole(acc)
-    save()
-    print(f"{key}: strict {acc.strict_match} ± {acc.strict_match_stderr}, flexible "
-          f"{acc.flexible_extract} ± {acc.flexible_extract_stderr} over {acc.n} items"
-          f"{' — ' + acc.caveat if acc.caveat else ''}", flush=True)
-
-
-def _whole(model: M) -> M:
-    """``model`` with every field counted as given: the results are saved with only the
-    keys given (a record read back keeps its own), and a fresh record keeps all of its."""
-    return type(model).model_validate(model.model_dump())
 
 
 def _alive(recipe: Recipe, base_url: str, api_key: str | None) -> bool:
@@ -271,7 +223,7 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                     r = _measure_once(recipe, s, url, result_json, tokenizer, api_key,
                                       on_warmed=sampler.mark if sampler else None,
                                       max_concurrency=conc, num_prompts=s.prompts_at(i),
-                                      input_len=s.input_len, seed=concurrency_seed(s.seed, i))
+                                      input_len=s.input_len, seed=s.seed_at(i))
                 except BaseException:
                     energy.abandon()
                     raise
@@ -284,16 +236,16 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                     **{k: v for k, v in r.to_json().items() if k not in _BULKY},
                     "scenario": s.name, "concurrency": conc, "input_len": s.input_len,
                     "output_len": s.output_len, "result_json": str(result_json),
-                    "first_errors": errors[:3]})
+                    "first_errors": errors[:3], "seeding": s.seeding(i)})
                 if metrics is not None:
                     m.server_metrics, spec = server_side(recipe, s, result_json, metrics, conc)
-                    m.server_metrics = _whole(m.server_metrics)
+                    m.server_metrics = whole(m.server_metrics)
                     if spec is not None:
-                        m.speculative = _whole(spec)
+                        m.speculative = whole(spec)
                 kv = _kv_vs_plan(launch, s, conc, m)
                 if kv is not None:
-                    m.kv_usage_vs_plan = _whole(kv)
-                m.energy = _whole(joules)
+                    m.kv_usage_vs_plan = whole(kv)
+                m.energy = whole(joules)
                 results.measurements[key] = m
                 save()
                 _energy_line(m.energy, said)
@@ -304,7 +256,7 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                       f"{_ms(r.median_ttft_ms, 1)}, TPOT {_ms(r.median_tpot_ms, 2)}"
                       f"{accept}", flush=True)
                 if s.sdk_view:
-                    m.sdk = _whole(_sdk(recipe, s, url, tokenizer, api_key, m, conc, i))
+                    m.sdk = whole(_sdk(recipe, s, url, tokenizer, api_key, m, conc, i))
                     save()
                 problem = scenario_problem(m, planned, s.max_failed_fraction)
                 if problem:
@@ -318,7 +270,7 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                 problems.insert(0, lost)
                 break
         if recipe.accuracy is not None and results.engine_lost is None:
-            _accuracy(recipe, url, folder, api_key, results, save, problems)
+            run_accuracy(recipe, url, folder, api_key, results, save, problems)
     ramp_failures = [f"{name}/ramp" for name, ramp in results.ramps.items()
                      if ramp.failed_at_input_len is not None]
     if problems:

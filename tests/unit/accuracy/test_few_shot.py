@@ -121,3 +121,26 @@ def test_the_harness_against_the_scripted_server(scripted: Callable[..., Any],
     assert result.output_throughput == result.output_tokens / result.latency_s
     rows = [json.loads(line) for line in (tmp_path / result.samples).read_text().splitlines()]
     assert [r["label"] for r in rows] == [answer_value(line["answer"]) for line in LINES]
+
+
+#: ``python/sglang/test/few_shot_gsm8k.py``'s argparse defaults (sgl-project/sglang, stored
+#: commit 109fdd2): ``--num-shots 5``, ``--max-new-tokens 512``, ``--parallel 128``; the page
+#: passed ``--num-questions 200`` and nothing else (../shared/seeds/001_*.txt, 5.2.1)
+FEW_SHOT_GSM8K_DEFAULTS = {"num_fewshot": 5, "max_gen_toks": 512, "concurrency": 128}
+PAGE_QUESTIONS = 200
+
+
+def test_seed_001_runs_the_harness_at_its_defaults() -> None:
+    import yaml
+
+    from benchlib.recipe import Recipe
+
+    path = REPO / "params" / "seeds" / "001-glm47-flash-sglang-b200.yaml"
+    recipe = Recipe.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    spec = recipe.accuracy
+    assert spec is not None and spec.task == "few_shot_gsm8k"
+    assert {k: getattr(spec, k) for k in FEW_SHOT_GSM8K_DEFAULTS} == FEW_SHOT_GSM8K_DEFAULTS
+    assert spec.limit == PAGE_QUESTIONS
+    # the assumption printed beside its figures says the same parallelism
+    said = [a for a in recipe.assumptions if a.setting == "accuracy.concurrency"]
+    assert len(said) == 1 and said[0].value.startswith(f"{spec.concurrency} ")

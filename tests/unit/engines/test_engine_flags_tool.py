@@ -51,6 +51,8 @@ class Serving(msgspec.Struct):
     host: A[str, "The host."] = "127.0.0.1"
     model_path: A[str, Arg(help="weights", aliases=["--model"])]
     tp_size: A[int, Arg(help="tp", aliases=["--tensor-parallel-size"])] = 1
+    # annotated twice (SGLang 0.5.15's dcp_size): one field, one option
+    tp_size: A[int, Arg(help="tp again", aliases=["--tensor-parallel-size"])] = 1
     fp8: A[str, Arg(help="gemm", cli_name="--fp8-gemm-backend", choices=NAMED_CHOICES)] = "auto"
     mode: A[Optional[Literal["b", "a"]], "a literal"] = None
     enabled: A[Optional[bool], Arg(help="x", action=argparse.BooleanOptionalAction)] = None
@@ -117,7 +119,7 @@ def test_openjet_wheel_reader_follows_the_console_script(tmp_path: Path) -> None
 
 
 def test_committed_sets_are_the_tools_output() -> None:
-    for engine, version in [("sglang", "0.5.23"), ("openjet", "0.5.1")]:
+    for engine, version in [("sglang", "0.5.23"), ("sglang", "0.5.15"), ("openjet", "0.5.1")]:
         flags = committed(engine, version)
         assert flags is not None and flags.dumps() == (
             DATA_DIR / f"{engine}-{version}.json").read_text(encoding="utf-8")

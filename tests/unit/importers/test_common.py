@@ -42,11 +42,12 @@ def test_json_numbers() -> None:
     assert json_float(0.0714, "ttft", MS_PER_S) == 71.4
     assert json_float(None, "ttft") is None
     assert json_int(200.0, "request_count") == 200
-    with pytest.raises(Malformed):
+    # the error names the field and the value, so the user finds it in the file
+    with pytest.raises(Malformed, match=r"^request_count: 200\.5 is not a whole number$"):
         json_int(200.5, "request_count")
-    with pytest.raises(Malformed):
+    with pytest.raises(Malformed, match=r"^duration: True is not a number$"):
         json_float(True, "duration")
-    with pytest.raises(Malformed):
+    with pytest.raises(Malformed, match=r"^duration: '12' is not a number$"):
         json_float("12", "duration")
 
 
@@ -59,6 +60,7 @@ def test_percentile_key_is_vllms_spelling(p: str | float, key: str) -> None:
 def test_clean_and_member() -> None:
     assert clean({"a": [float("inf"), 1.5], "b": float("nan")}) == {"a": ["inf", 1.5],
                                                                     "b": "nan"}
+    assert clean((float("-inf"), -1.5)) == ["-inf", -1.5]
     assert member({"a": {"b": 1}}, "a") == {"b": 1}
     assert member({"a": 3}, "a") == {}
     assert member(None, "a") == {}

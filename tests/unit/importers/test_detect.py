@@ -82,3 +82,71 @@ def test_unreadable_files(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00\x81garbage")
     with pytest.raises(UsageError, match=r"model\.bin: not UTF-8 text"):
         import_results(binary)
+
+
+def test_error_messages_say_where_and_what_in_full() -> None:
+    """The whole message, since a user acts on it: the line and column of bad JSON Lines, the
+    first eight keys of an unknown object (an ellipsis only past eight), the OS's reason."""
+    def message(text: str) -> str:
+        with pytest.raises(UsageError) as err:
+            parse_results(text, "g.txt")
+        return str(err.value)
+
+    assert message('{"completed": 3}\n{"oops"\n') == (
+        "g.txt: line 2: not valid JSON (Expecting ':' delimiter, column 8); expected one JSON "
+        "document, or one JSON object per line")
+    nine = message(json.dumps({k: 1 for k in "abcdefghi"}))
+    assert nine.startswith("g.txt: the file: a JSON object of no known format (keys: a, b, c, "
+                           "d, e, f, g, h, …); expected a 'vllm bench serve'")
+    eight = message(json.dumps({k: 1 for k in "abcdefgh"}))
+    assert "(keys: a, b, c, d, e, f, g, h); expected" in eight
+
+
+def test_a_json_file_may_start_with_blank_lines() -> None:
+    text = "\n  \n" + (DATA / "vllm_result.json").read_text()
+    [r] = parse_results(text, "r.json")
+    assert r.source_format == "vllm-json"
+
+
+def test_an_unreadable_file_gives_the_os_reason(tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as err:
+        import_results(tmp_path / "missing.json")
+    assert str(err.value) == (f"{tmp_path / 'missing.json'}: cannot read the file "
+                              "(No such file or directory)")
+
+
+def test_a_bad_value_in_a_single_sglang_document_is_named_by_its_key() -> None:
+    """One JSON document: no line or index before the key."""
+    obj = json.loads((DATA / "sglang_output.jsonl").read_text().splitlines()[0])
+    with pytest.raises(UsageError) as err:
+        parse_results(json.dumps({**obj, "backend": 5}), "g.txt")
+    assert str(err.value) == "g.txt: backend: 5 is not text"
+
+
+def test_a_result_the_model_refuses_is_named_by_file_and_index() -> None:
+    """The importers let a stat-like key through to the model, which refuses one that is no
+    percentile (here with a trailing newline, which ``$`` lets match): the file stays the
+    error's field, the result's index starts the message."""
+    good = {"completed": 1, "duration": 1.5}
+    text = json.dumps(good) + "\n" + json.dumps({**good, "mean_ttft_ms\n": 2.5}) + "\n"
+    with pytest.raises(UsageError) as err:
+        parse_results(text, "r.jsonl")
+    assert (err.value.field, err.value.message) == (
+        "r.jsonl", "result 1: unknown key 'mean_ttft_ms\\n': not a p{P}_{metric}_ms percentile")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('{"completed": 1' + "0" * 5000 + ', "duration": 1}',
+     "a number in the JSON has too many digits to read"),
+    ('{"completed": 1, "duration": 1}\n[1' + "0" * 5000 + "]\n",
+     "line 2: a number in the JSON has too many digits to read"),
+    ("[" * 100_000 + "]" * 100_000, "the JSON is nested too deeply to read"),
+    ('{"completed": 1, "duration": 1}\n' + "[" * 100_000 + "]" * 100_000,
+     "line 2: the JSON is nested too deeply to read"),
+])
+def test_json_python_cannot_hold_is_malformed_not_a_crash(text: str, message: str) -> None:
+    """An integer past Python's digit limit, or nesting past its recursion limit, is a
+    UsageError naming the file (and the line of a JSON Lines file), not a traceback."""
+    with pytest.raises(UsageError) as err:
+        parse_results(text, "big.json")
+    assert str(err.value) == f"big.json: {message}"

@@ -29,6 +29,10 @@ def test_percentile_keys_are_validated() -> None:
     assert result.percentile("ttft", 99) == 1.5
     assert result.percentile("itl", "99.9") == 2.0
     assert result.percentile("e2el", 99) is None
+    # in numeric order, not the text's ("10" sorts before "9")
+    ordered = ImportedResult.model_validate({**BASE, "p10_ttft_ms": 2.0, "p9_ttft_ms": 1.0,
+                                             "p99.9_ttft_ms": 4.0, "p99_ttft_ms": 3.0})
+    assert list(ordered.percentiles("ttft")) == ["p9", "p10", "p99", "p99.9"]
     with pytest.raises(ValidationError, match="not a p"):
         ImportedResult.model_validate({**BASE, "p99_ttft_text_ms": 1.0})
     with pytest.raises(ValidationError):
@@ -44,6 +48,6 @@ def test_to_json_keeps_nulls_and_puts_percentiles_after_std() -> None:
     assert keys[:4] == ["source_format", "source_version", "source_file", "source_index"]
     assert keys[keys.index("std_ttft_ms") + 1:keys.index("std_ttft_ms") + 3] == [
         "p50_ttft_ms", "p90_ttft_ms"]
-    assert keys[-1] == "extra"
+    assert keys[-1] == "extra" and out["extra"] == {"x": "inf"}
     assert out["median_ttft_ms"] is None and out["failed"] is None
     assert out["request_rate"] == "inf"

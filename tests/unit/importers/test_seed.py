@@ -44,14 +44,44 @@ def test_the_blog_copy_reads_the_same() -> None:
 def test_a_truncated_block_is_malformed() -> None:
     lines = (DATA / "seed000_console.txt").read_text().splitlines()
     text = "\n".join(lines[:11])  # stops after TPOT
-    with pytest.raises(UsageError, match=r"seed\.log: line 6: the results block is never closed"):
+    with pytest.raises(UsageError, match=r"seed\.log: line 6: the results block is never closed "
+                                         r"\(expected a line of '=' after 'Throughput'\)"):
         parse_results(text, "seed.log")
     lines[9] = "TTFT (첫 토큰) : 빠름 초"
     with pytest.raises(UsageError, match=r"seed\.log: line 10: TTFT: '빠름' is not a number"):
         parse_results("\n".join(lines), "seed.log")
     lines[9] = "TTFT: 0.07"
-    with pytest.raises(UsageError, match=r"line 10: cannot read 'TTFT: 0\.07'"):
+    with pytest.raises(UsageError, match=r"line 10: cannot read 'TTFT: 0\.07' in the results "
+                       r"block at line 6 \(expected 총 생성 토큰 수, 전체 소요 시간, TTFT, TPOT, "
+                       r"Throughput\)"):
         parse_results("\n".join(lines), "seed.log")
     del lines[9]
     with pytest.raises(UsageError, match="line 6: the results block has no TTFT line"):
         parse_results("\n".join(lines), "seed.log")
+
+
+def _block() -> list[str]:
+    """The first results block of the console log: rule, title, rule, five fields, rule."""
+    return (DATA / "seed000_console.txt").read_text().splitlines()[4:13]
+
+
+def test_a_block_needs_its_rules_and_each_field_once() -> None:
+    from benchlib.importers._common import Malformed
+    from benchlib.importers._seed import seed_results
+
+    block = _block()
+    assert [i for i, _ in seed_results(block)] == [1]  # a block at the very start is read
+    # blank lines inside a block are skipped, not its end
+    spaced = [*block[:4], "", *block[4:]]
+    assert seed_results(spaced)[0][1]["mean_ttft_ms"] == 71.4
+    # the rule above the title marks a block: without it (a title first, or under another
+    # line) there is none, even when the file ends with a rule
+    assert seed_results(block[1:]) == []
+    assert seed_results(["log line", *block[1:]]) == []
+    # a title that ends the text, with no rule under it
+    with pytest.raises(Malformed, match=r"line 2: expected a line of '=' under the title"):
+        seed_results(block[:2])
+    with pytest.raises(Malformed, match=r"line 7: cannot read 'TTFT"):
+        seed_results([*block[:5], block[5], block[5], *block[6:]])  # TTFT twice
+    with pytest.raises(Malformed, match="the results block has no TTFT, TPOT line"):
+        seed_results([*block[:5], *block[7:]])

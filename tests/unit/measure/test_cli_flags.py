@@ -71,8 +71,8 @@ def test_flags_give_the_config_they_gave_before(name: str) -> None:
 def test_sampling_fields_are_json_values() -> None:
     cfg = config_from_args(_parse(["--base-url", "http://h:1", "--model", "m", "--tokenizer",
                                    "/t", "--sampling", "temperature=0.7", 'stop=["\\n"]',
-                                   "mode=fast"]))
-    assert cfg.sampling == {"temperature": 0.7, "stop": ["\n"], "mode": "fast"}
+                                   "reasoning_effort=low"]))
+    assert cfg.sampling == {"temperature": 0.7, "stop": ["\n"], "reasoning_effort": "low"}
 
 
 def test_sampling_server_default_sends_no_sampling_key() -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchlib.measure._metrics import _figure_bounds
-from benchlib.measure._request import RequestOutcome
-from benchlib.measure._timing import CLIENT_BOUND_SHARE, figure_shares, timing_summary
+from benchlib.measure.stats._metrics import _figure_bounds
+from benchlib.measure.wire._request import RequestOutcome
+from benchlib.measure.wire._timing import CLIENT_BOUND_SHARE, figure_shares, timing_summary
 
 MS = 1_000_000
 

@@ -11,7 +11,7 @@ import pytest
 
 from benchlib import UsageError
 from benchlib.measure import file_prompts, length_range, random_prompts
-from benchlib.measure._arrivals import arrival_offsets
+from benchlib.measure.workload._arrivals import arrival_offsets
 
 
 def test_length_ranges() -> None:
@@ -42,7 +42,13 @@ def test_file_prompts(tmp_path: Path, tokenizer: Any) -> None:
     prompts = file_prompts(path, tokenizer, num_prompts=None, output_len=7)
     assert [p.output_len for p in prompts] == [7, 5]
     assert prompts[0].prompt_len == len(tokenizer.encode("hello world", add_special_tokens=False))
-    assert prompts[1].prompt_len > 1  # counted with the chat template
+    # counted with the chat template: its text's tokens, not the keys of the BatchEncoding
+    # (input_ids, attention_mask) that transformers returns for tokenize=True
+    messages = [{"role": "user", "content": "hi"}]
+    templated = tokenizer.apply_chat_template(messages, add_generation_prompt=True,
+                                              tokenize=False)
+    assert prompts[1].prompt_len == len(tokenizer.encode(templated, add_special_tokens=False))
+    assert prompts[1].prompt_len > 2
 
 
 def test_file_prompts_errors_name_the_flag(tmp_path: Path) -> None:

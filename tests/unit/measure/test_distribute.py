@@ -5,8 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from benchlib.measure import RequestOutcome
-from benchlib.measure._distribute import _info
-from benchlib.measure._split import LATE_START_MS, WorkerSplit, partition
+from benchlib.measure.load._distribute import _info
+from benchlib.measure.load._split import LATE_START_MS, WorkerSplit, partition
 
 MS = 1_000_000
 

@@ -11,8 +11,8 @@ from pydantic import ValidationError
 
 from benchlib._exceptions import UsageError
 from benchlib.measure import MeasureConfig
-from benchlib.measure._endpoint import Endpoint, parse_header
-from benchlib.measure._loadgen import LoadPlan, _headers
+from benchlib.measure.load._loadgen import LoadPlan, _headers
+from benchlib.measure.wire._endpoint import Endpoint, parse_header
 from tests._tls_files import TlsFiles
 
 

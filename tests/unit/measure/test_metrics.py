@@ -108,3 +108,24 @@ def test_buffered_streams_are_counted() -> None:
     r = summarize([smooth, burst], [[1.0] * 4, [1.0] * 4], duration_ns=50 * MS,
                   percentiles=[50])
     assert r.buffered_streams == 1
+
+
+def test_text_chunks_per_s_is_the_seed000_scripts_tokens_per_sec() -> None:
+    # seed 000's script: (chunks − 1) / (end − first text), chunks counted as tokens. A: 4
+    # text chunks 5 ms apart after a role chunk → 3 / 15 ms = 200/s whatever tokens each held
+    # (12 here: MTP's several per chunk); b: 2 chunks 10 ms apart → 100/s
+    a = outcome(0, 0, 10, [5, 5, 5], 12, role_ms=2)
+    b = outcome(1, 0, 20, [10], 2)
+    r = summarize([a, b], [[3.0] * 4, [1.0, 1.0]], duration_ns=100 * MS, percentiles=[50])
+    assert r.median_text_chunks_per_s == pytest.approx((200 + 100) / 2)
+    assert r.mean_text_chunks_per_s == pytest.approx(150)
+    # the per-token rate differs under several tokens a chunk: 11 tokens / 15 ms
+    assert r.mean_tpot_text_ms is not None
+    assert 1000 / r.mean_tpot_text_ms != pytest.approx(r.median_text_chunks_per_s)
+    # max ITL: vLLM's gaps (role → first text 8 ms, then 5s; b: 10)
+    assert r.max_itl_ms == pytest.approx(10)
+
+
+def test_one_chunk_has_no_chunk_rate() -> None:
+    r = summarize([outcome(0, 0, 10, [], 1)], [[1.0]], duration_ns=100 * MS, percentiles=[50])
+    assert r.median_text_chunks_per_s is None and r.max_itl_ms is None

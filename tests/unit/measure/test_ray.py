@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from benchlib.measure._ray import ClockSample, clock_offset
+from benchlib.measure.load._ray import ClockSample, clock_offset
 
 US = 1_000
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchlib.measure import RequestRecord, format_result, read_requests
-from benchlib.measure._records import RecordLog
+from benchlib.measure.results._records import RecordLog
 
 from ._outcomes import outcome
 

@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from benchlib.measure import StreamCapture, build_body, decode_capture
-from benchlib.measure._request import Prompt, chunk_token_counts
+from benchlib.measure.wire._decode import chunk_token_counts
+from benchlib.measure.wire._request import Prompt
 
 MS = 1_000_000
 

@@ -1,4 +1,4 @@
-"""The one seed rule (benchlib.measure._seeds): deterministic, distinct per purpose, and the
+"""The one seed rule (benchlib.measure.workload._seeds): deterministic, distinct per purpose, and the
 prompts it seeds never collide, where the plain seed did."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from benchlib.measure import (
     sdk_seed,
     warmup_seed,
 )
-from benchlib.measure._seeds import SEED_LIMIT
+from benchlib.measure.workload._seeds import SEED_LIMIT
 
 
 def test_derive_is_deterministic_bounded_and_distinct() -> None:
@@ -67,6 +67,6 @@ def test_a_ramps_longer_prompt_does_not_begin_with_the_shorter(tokenizer: Any) -
 
 
 def test_the_module_documents_every_purpose() -> None:
-    doc = Path(__import__("benchlib.measure._seeds", fromlist=["x"]).__file__ or "").read_text()
+    doc = Path(__import__("benchlib.measure.workload._seeds", fromlist=["x"]).__file__ or "").read_text()
     for purpose in ("concurrency", "ramp", "repeat", "warmups", "sdk", "probe"):
         assert f'"{purpose}"' in doc

@@ -22,8 +22,8 @@ from benchlib.measure import (
     ServerMetrics,
     metrics_url,
 )
-from benchlib.measure._endpoint import Endpoint
-from benchlib.measure._sampler import Scrape, line_filter, read_scrape, summarize_scrapes
+from benchlib.measure.server._sampler import Scrape, line_filter, read_scrape, summarize_scrapes
+from benchlib.measure.wire._endpoint import Endpoint
 from tests._tls_files import TlsFiles
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "metrics"

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlib.measure import RequestRecord, decode_capture, read_requests
-from benchlib.measure._records import RecordLog
+from benchlib.measure.results._records import RecordLog
 
 from .test_request import capture, chat
 

@@ -14,7 +14,8 @@ import yaml
 
 from benchlib._exceptions import UsageError
 from benchlib.measure import MeasureConfig, build_requests, concurrency_seed, load_corpus
-from benchlib.measure._sglang_random import sglang_lengths, sglang_random_prompts
+from benchlib.measure.workload._prefix_share import PREFIX_BLOCK_TOKENS, prefix_share
+from benchlib.measure.workload._sglang_random import _rotated, sglang_lengths, sglang_random_prompts
 from benchlib.recipe import Recipe
 
 REPO = Path(__file__).resolve().parents[3]
@@ -41,7 +42,7 @@ def test_each_prompt_is_a_passage_cut_or_repeated_to_its_length(tokenizer: Any) 
     ins, outs = sglang_lengths(np.random.RandomState(1), num_prompts=12, input_len=600,
                                output_len=8, range_ratio=0.0)
     assert [p.output_len for p in prompts] == outs
-    passages = {p.text for p in load_corpus().passages}
+    passages = {f"{p.title}\n\n{p.text}" for p in load_corpus().passages}
     bos = tokenizer.bos_token or ""
     repeated = 0
     for prompt, drawn in zip(prompts, ins, strict=True):
@@ -51,7 +52,8 @@ def test_each_prompt_is_a_passage_cut_or_repeated_to_its_length(tokenizer: Any) 
         ids = tokenizer.encode(source)
         if len(ids) < drawn:  # repeated whole, then cut: the passage comes round again
             repeated += 1
-            assert source[:40] in text[len(source) - len(bos):]
+            at = text.find(source[:10], 1)
+            assert at > 0 and source.startswith(text[at:at + 40])
         # what is sent re-encodes to the drawn length, give or take the cut's merge
         assert abs(prompt.prompt_len - drawn) <= 2, (prompt.prompt_len, drawn)
     assert repeated > 0  # the draw reached past some passage's length
@@ -66,6 +68,31 @@ def test_more_prompts_than_passages_walks_the_corpus_again(tokenizer: Any) -> No
     n = len(load_corpus().passages) + 5
     prompts = sglang_random_prompts(tokenizer, num_prompts=n, input_len=8, output_len=2)
     assert len(prompts) == n
+
+
+@pytest.mark.parametrize("scenario", ["chat", "reasoning", "summarization"])
+def test_seed_001s_prompts_share_no_prefix_block(scenario: str, tiny_model: Path,
+                                                 tokenizer: Any) -> None:
+    """At 320 and 500 prompts the corpus (154 passages) is walked two to four times; no
+    prompt of a set shares a whole block (16 tokens) of prefix with another, so no TTFT of
+    the set is a prefix-cache hit on its own set."""
+    recipe = Recipe.model_validate(yaml.safe_load(SEED_001.read_text(encoding="utf-8")))
+    s = next(s for s in recipe.scenarios if s.name == scenario)
+    for i, conc in enumerate(s.concurrencies):
+        cfg = s.measure_config(base_url="http://127.0.0.1:1", model="m", tokenizer=tiny_model,
+                               result_json=None, max_concurrency=conc,
+                               num_prompts=s.prompts_at(i), seed=s.seed_at(i))
+        prompts, _ = build_requests(cfg, tokenizer)
+        share = prefix_share(tokenizer, prompts)
+        assert share.sharing == 0, (conc, share.summary())
+        assert share.longest < PREFIX_BLOCK_TOKENS
+
+
+def test_a_later_walk_starts_each_passage_elsewhere() -> None:
+    text = "one two three four five six"
+    assert _rotated(text, 0, 3) == text
+    assert _rotated(text, 1, 3) == "three four five six\n\none two"
+    assert _rotated(text, 2, 3) == "five six\n\none two three four"
 
 
 def test_seed_001_sends_ten_text_prompts_at_the_pages_lengths(tiny_model: Path,

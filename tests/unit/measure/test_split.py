@@ -8,13 +8,13 @@ import pytest
 from pydantic import ValidationError
 
 from benchlib.measure import MeasureConfig
-from benchlib.measure._arrivals import arrival_offsets
-from benchlib.measure._split import (
+from benchlib.measure.load._split import (
     STREAMS_PER_WORKER,
     auto_workers,
     partition,
     plan_workers,
 )
+from benchlib.measure.workload._arrivals import arrival_offsets
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3, 7])

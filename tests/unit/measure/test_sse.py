@@ -1,5 +1,6 @@
-"""SSE decoding: every byte split gives the same events; garbage never crashes or hangs,
-neither in the decoder alone nor through the whole client over a loopback socket."""
+"""SSE decoding: every byte split gives the same events, each returned by the read that
+completed it; garbage never crashes or hangs, neither in the decoder alone nor through the
+whole client over a loopback socket."""
 
 from __future__ import annotations
 
@@ -7,14 +8,16 @@ import asyncio
 import itertools
 import socket
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchlib._wire import enable_rx_timestamps
-from benchlib.measure._connection import Connection, StreamCapture
-from benchlib.measure._endpoint import Endpoint
-from benchlib.measure._request import EndpointKind, RequestOutcome, decode_capture
-from benchlib.measure._sse import SSEDecoder
+from benchlib.measure.wire._connection import Connection, StreamCapture
+from benchlib.measure.wire._decode import decode_capture
+from benchlib.measure.wire._endpoint import Endpoint
+from benchlib.measure.wire._request import EndpointKind, RequestOutcome
+from benchlib.measure.wire._sse import SSEDecoder
 
 STREAM = (b'data: {"a": 1}\n\n: keep-alive comment\r\n\r\ndata:x\r\ndata: y\r\n\r\n'
           b'event: ping\ndata: z\rdata: w\r\r' + b"data: " + b"M" * 300_000 + b"\n\n"
@@ -27,7 +30,7 @@ def decode(parts: list[bytes]) -> list[bytes]:
     out: list[bytes] = []
     for part in parts:
         out += dec.feed(part)
-    return out + dec.close()
+    return out
 
 
 def test_whole_stream() -> None:
@@ -56,6 +59,74 @@ def test_arbitrary_bytes_never_crash(parts: list[bytes]) -> None:
 
 def test_crlf_split_between_cr_and_lf() -> None:
     assert decode([b"data: a\r", b"\n\r", b"\n"]) == [b"a"]
+
+
+def _split(stream: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c for c in cuts if 0 < c < len(stream)})
+    return [stream[a:b] for a, b in itertools.pairwise([0, *points, len(stream)])]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=len(STREAM)), max_size=40))
+def test_each_event_comes_from_the_read_that_completed_it(cuts: list[int]) -> None:
+    """After every read, the events returned so far are exactly those the bytes so far
+    complete (a fresh decoder given them at once says which): none held back to a later
+    read, as a wire stamp taken at that read would then be late, and none twice."""
+    small = STREAM.replace(b"M" * 300_000, b"M" * 40)
+    dec, seen, upto = SSEDecoder(), [], 0
+    for part in _split(small, cuts):
+        seen += dec.feed(part)
+        upto += len(part)
+        assert seen == SSEDecoder().feed(small[:upto]), (upto, small[:upto])
+    assert seen == [*EXPECTED[:3], b"M" * 40, b"[DONE]"]
+
+
+@pytest.mark.parametrize(("parts", "per_read"), [
+    # a blank line that is a lone CR, held at the end of a read, is known to end the event as
+    # soon as the next byte is not LF: the event belongs to that next read
+    ([b"data: a\n\r", b"x"], [[], [b"a"]]),
+    ([b"data: a\n\r", b"\r"], [[], [b"a"]]),
+    ([b"data: a", b"\r\rx"], [[], [b"a"]]),
+    ([b"data: a", b"\r\r"], [[], []]),  # the last CR may yet be a CRLF's: held
+    ([b"data: a", b"\r", b"\r", b"x"], [[], [], [], [b"a"]]),
+    # a read that starts with the LF of a blank line, a CR-ended line after it
+    ([b"data: a\n", b"\n: c\r\n"], [[], [b"a"]]),
+    ([b"data: a\n", b"\ndata: b\r\n\r\n"], [[], [b"a", b"b"]]),
+    # a long line spread over reads, ended by a CR, its blank line a CRLF split in two
+    ([b"data: ", b"lo", b"ng", b"\r\r", b"\n"], [[], [], [], [], [b"long"]]),
+])
+def test_events_per_read(parts: list[bytes], per_read: list[list[bytes]]) -> None:
+    dec = SSEDecoder()
+    assert [dec.feed(p) for p in parts] == per_read
+
+
+@pytest.mark.parametrize(("stream", "events"), [
+    (b"data\n\n", [b""]),                       # a data field with no colon: empty value
+    (b"data:\n\n", [b""]),
+    (b"data:  two spaces\n\n", [b" two spaces"]),  # only one space after the colon goes
+    (b"data:x\ndata\n\n", [b"x\n"]),
+    (b"datax: y\n\n", []),                      # another field: ignored, nothing dispatched
+    (b"\n\r\n: c\n\ndata: a\n\n", [b"a"]),      # blank lines before any data dispatch nothing
+    (b"data: a", []),                           # no blank line by the end: dropped
+])
+def test_fields_and_dispatch(stream: bytes, events: list[bytes]) -> None:
+    assert decode([stream]) == events
+    assert decode([bytes([b]) for b in stream]) == events
+
+
+def test_pending_says_whether_an_event_is_unfinished() -> None:
+    dec = SSEDecoder()
+    assert not dec.pending
+    dec.feed(b"data: a\n")
+    assert dec.pending  # its data line is held, waiting for the blank line
+    dec.feed(b"\n")
+    assert not dec.pending
+    dec.feed(b": comment")
+    assert dec.pending  # a line not yet ended
+    dec.feed(b"\n")
+    assert not dec.pending
+    dec.feed(b"data: b\r")
+    assert dec.pending
 
 
 # --------------------------------------------------------------------------- the whole path

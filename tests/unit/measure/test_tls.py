@@ -1,7 +1,8 @@
 """TLS in memory over raw sockets (:mod:`benchlib._tls`): record boundaries followed across
 any split; the client's exactness rule at record boundaries, read by read; an idle
-connection's session tickets are not a hang-up, a ``close_notify`` is; and arbitrary server
-bytes through the whole client over TLS end as they end over plain TCP."""
+connection's session tickets are not a hang-up, a ``close_notify`` is; arbitrary server
+bytes through the whole client over TLS end as they end over plain TCP; and a scripted peer
+(:mod:`._peer`) that breaks the session or ends it inside a read."""
 
 from __future__ import annotations
 
@@ -16,11 +17,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchlib._tls import RecordBoundaries, TlsChannel
-from benchlib.measure._connection import Connection, StreamCapture
-from benchlib.measure._endpoint import Endpoint
-from benchlib.measure._request import EndpointKind, decode_capture
+from benchlib.measure.wire._connection import Connection, StreamCapture
+from benchlib.measure.wire._decode import decode_capture
+from benchlib.measure.wire._endpoint import Endpoint
+from benchlib.measure.wire._request import EndpointKind
 from tests._tls_files import TlsFiles
 from tests.unit.measure.test_sse import _HEADS, _exchange, _responses
+
+from ._peer import Peer, request
+
+_DATA = b'data: {"id": "x", "choices": [{"index": 0, "text": "a"}]}\n\ndata: [DONE]\n\n'
+_CHUNK = b"%x\r\n%s\r\n" % (len(_DATA), _DATA)
+STREAM = _HEADS[0] + _CHUNK + b"0\r\n\r\n"
 
 
 def _record(body: bytes) -> bytes:
@@ -127,6 +135,9 @@ def test_an_event_is_exact_only_when_its_record_ended_the_read(
     assert capture.error is None and capture.complete, capture.error
     assert [p for _, p in capture.events][-1] == b"[DONE]"
     assert capture.event_exact == exact
+    # each event, and the response's end, at the time of the read that completed it
+    assert [t for t, _ in capture.events] == [capture.read_times[r] for r in capture.event_read]
+    assert capture.end_ns == capture.read_times[-1]
     out = decode_capture(0, 1, capture, "chat")
     assert out.success and out.text == "ab", out.error
     assert out.ttft_text_exact == exact[0]
@@ -195,3 +206,87 @@ def test_arbitrary_responses_over_tls_end_as_over_tcp(
         assert over_tls.text == over_tcp.text
         assert over_tls.generated == over_tcp.generated
 
+
+def test_a_tls_session_broken_while_idle_fails_the_next_request_at_once(
+        tls_files: TlsFiles) -> None:
+    """A record the client cannot decrypt arrives on the idle connection: the session is
+    dead, so the request is not sent; it fails with TLS's words, taking no time."""
+    async def garbage(peer: Peer) -> None:
+        await peer.send_raw(b"\x17\x03\x03\x00\x20" + b"\x00" * 32)
+        await peer.until_closed()
+
+    async def pause(_: Connection) -> None:
+        await asyncio.sleep(0.05)  # for the record to reach the client
+
+    ex = asyncio.run(request(garbage, tls=tls_files, before=pause))
+    cap = ex.capture
+    assert cap.error is not None and cap.error.startswith("TLS error: "), cap.error
+    assert cap.start_ns == cap.end_ns > 0 and cap.read_times == [] and ex.closed
+
+
+def test_a_broken_record_mid_response_is_a_tls_error(tls_files: TlsFiles) -> None:
+    async def script(peer: Peer) -> None:
+        await peer.read_head()
+        await peer.send(_HEADS[0])
+        await asyncio.sleep(0.05)  # the head in a read of its own
+        await peer.send_raw(b"\x17\x03\x03\x00\x20" + b"\x00" * 32)
+        await peer.until_closed()
+
+    ex = asyncio.run(request(script, tls=tls_files))
+    cap = ex.capture
+    assert cap.error == "TLS error: DECRYPTION_FAILED_OR_BAD_RECORD_MAC"
+    assert cap.status == 200 and cap.end_ns == cap.read_times[-1] and ex.closed
+
+
+@pytest.mark.parametrize("after", ["record", "close_notify"])
+def test_a_tls_read_that_ends_the_answer_and_brings_more_keeps_the_answer(
+        tls_files: TlsFiles, after: str) -> None:
+    """A whole response, then in the same read a record past it or the session's end: the
+    response stands as it came, and the connection is not reused."""
+    async def script(peer: Peer) -> None:
+        await peer.read_head()
+        assert peer.tls is not None
+        wire = peer.tls.encrypt(STREAM)
+        more = peer.tls.encrypt(b"JUNK") if after == "record" else peer.close_notify()
+        await peer.send_raw(wire + more)  # one send: one read takes both
+        await peer.until_closed()
+
+    ex = asyncio.run(request(script, tls=tls_files))
+    assert ex.capture.complete and ex.capture.error is None, ex.capture.error
+    assert len(ex.capture.read_times) == 1 and ex.closed
+    assert ex.capture.end_ns == ex.capture.read_times[0]
+    assert [t for t, _ in ex.capture.events] == [ex.capture.read_times[0]] * 2
+    assert decode_capture(0, 1, ex.capture, "completions").text == "a"
+
+
+@pytest.mark.parametrize(("response", "complete", "error"), [
+    # HTTP/1.0: the body runs to the close; close_notify in the data's read ends it whole
+    (b"HTTP/1.0 200 OK\r\ncontent-type: text/event-stream\r\n\r\n" + _DATA, True, None),
+    (_HEADS[0] + _CHUNK, False, "connection closed by the server mid-response"),  # no last chunk
+])
+def test_close_notify_in_the_read_of_the_last_bytes_ends_the_response(
+        tls_files: TlsFiles, response: bytes, complete: bool, error: str | None) -> None:
+    async def script(peer: Peer) -> None:
+        await peer.read_head()
+        assert peer.tls is not None
+        wire = peer.tls.encrypt(response)
+        await peer.send_raw(wire + peer.close_notify())
+        await peer.until_closed()
+
+    cap = asyncio.run(request(script, tls=tls_files)).capture
+    assert (cap.complete, cap.error) == (complete, error)
+    assert cap.status == 200 and cap.end_ns == cap.read_times[-1] == cap.read_times[0]
+    if complete:
+        assert decode_capture(0, 1, cap, "completions").success
+
+
+def test_a_tls_stream_ended_without_close_notify_is_cut_short(tls_files: TlsFiles) -> None:
+    """A bare FIN inside a response over TLS: the close, as over TCP."""
+    async def script(peer: Peer) -> None:
+        await peer.read_head()
+        await peer.send(_HEADS[0] + _CHUNK)
+        peer.shutdown()
+        await peer.until_closed()
+
+    cap = asyncio.run(request(script, tls=tls_files)).capture
+    assert cap.error == "connection closed by the server mid-response" and cap.status == 200

@@ -17,16 +17,20 @@ from pydantic import BaseModel, ValidationError
 from benchlib.measure import (
     MeasureConfig,
     MeasureResult,
+    RepeatSummary,
     RequestRecord,
     RunMetrics,
     RunSettings,
+    SentKeys,
     Timing,
     TokenSources,
     Workload,
     read_requests,
     summarize,
 )
-from benchlib.measure._records import RecordLog
+from benchlib.measure.load._split import WorkersInfo
+from benchlib.measure.results._records import RecordLog
+from benchlib.measure.results._result import METRICS
 
 from ._outcomes import sample_run
 
@@ -43,13 +47,13 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
-def _result(name: str) -> MeasureResult:
+def _result(name: str, **given: Any) -> MeasureResult:
     cfg = MeasureConfig(**CONFIGS[name])
     outcomes, counts = sample_run()
     metrics = summarize(outcomes, counts, duration_ns=60_000_000, percentiles=cfg.percentiles,
                         goodput=dict(cfg.goodput), max_concurrency=cfg.max_concurrency,
                         request_rate=cfg.request_rate)
-    return MeasureResult.assemble(cfg, metrics, "20250101-000000")
+    return MeasureResult.assemble(cfg, metrics, "20250101-000000", **given)
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
@@ -108,3 +112,47 @@ def test_every_field_is_documented(model: type[BaseModel]) -> None:
     """The descriptions are the documentation of the JSON keys and the flags."""
     missing = [n for n, f in model.model_fields.items() if not (f.description or "").strip()]
     assert not missing
+
+
+def test_the_prompts_digest_the_sent_keys_and_the_workers_reach_the_result() -> None:
+    """What the run passes beside the metrics lands in the file: the digest and the keys in
+    the settings block, the split in a ``workers`` block that is absent for one process."""
+    sent = SentKeys(sampling="kit", body_keys=["max_tokens", "model", "temperature"],
+                    sampling_keys=["temperature"], length_keys=["max_tokens"], other_keys=[])
+    workers = WorkersInfo(count=2, backend="processes", chosen="given", hosts=1, nodes=1,
+                          client_bound_workers=[], workers=[])
+    result = _result("queued", prompts_sha256="ab" * 32, workers=workers, sent=sent)
+    assert result.benchlib.prompts_sha256 == "ab" * 32
+    assert result.benchlib.sent_keys == sent
+    assert result.workers == workers
+    got = result.to_json()
+    assert list(got)[-2:] == ["benchlib", "workers"]
+    assert MeasureResult.model_validate(got).workers == workers
+    assert "workers" not in _result("queued").to_json()
+
+
+def test_a_repeat_summary_names_its_result_file_and_carries_its_headline_figures() -> None:
+    """A repeat's line in the first repeat's file: the result JSON beside its request log
+    (``run.requests.jsonl`` → ``run.json``), or null where none was written."""
+    result = _result("queued")
+    summary = RepeatSummary.of(2, result)
+    assert summary == RepeatSummary(
+        repeat=2, seed=3, result_json="run.json", completed=result.completed,
+        failed=result.failed, duration=result.duration,
+        median_ttft_ms=result.median_ttft_ms, median_tpot_ms=result.median_tpot_ms,
+        median_itl_ms=result.median_itl_ms, output_throughput=result.output_throughput)
+    # the sample run has every figure, so a figure lost on the way would show
+    assert None not in (summary.median_ttft_ms, summary.median_tpot_ms, summary.median_itl_ms,
+                        summary.output_throughput)
+    assert RepeatSummary.of(0, _result("open")).result_json is None
+
+
+def test_every_statistic_says_its_unit_and_that_it_is_null_without_a_success() -> None:
+    """The statistics' descriptions are the result JSON's documentation: each names its
+    statistic and metric, the population, the unit, and when it is null."""
+    for metric, what in METRICS.items():
+        for stat, word in (("mean", "mean"), ("median", "median"),
+                           ("std", "standard deviation (ddof 0)")):
+            field = MeasureResult.model_fields[f"{stat}_{metric}_ms"]
+            assert field.description == (f"{word} of {what}, over successful requests, in ms; "
+                                         "null when there is none")

@@ -6,7 +6,7 @@ import pytest
 
 from benchlib._exceptions import MeasureError
 from benchlib.measure import RequestOutcome
-from benchlib.measure._workers import Message, drive, shift
+from benchlib.measure.load._workers import Message, drive, shift
 
 
 class _Scripted:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from benchlib.memory import PlanConfig, plan
-from benchlib.memory._arch import arch_from_dict
+from benchlib.memory._arch_read import arch_from_dict
 from benchlib.memory._gating import feed_forward_is_gated
 from benchlib.memory._params import count_params
 

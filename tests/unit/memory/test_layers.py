@@ -13,7 +13,8 @@ import pytest
 from transformers import AutoConfig
 
 from benchlib.memory import kv_layout
-from benchlib.memory._arch import ModelArch, arch_from_dict
+from benchlib.memory._arch import ModelArch
+from benchlib.memory._arch_read import arch_from_dict
 from benchlib.memory._layers import ffn_kinds, mixer_kinds
 from benchlib.memory._params import count_params
 

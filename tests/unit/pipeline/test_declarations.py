@@ -76,8 +76,9 @@ def test_a_parameter_papermill_cannot_read_is_refused() -> None:
         Param(name="x", type="float", default="1", help="not a float")
 
 
-#: where a step's name may be written: the recipe's vocabulary, and the steps' keys
-NAMED_IN = {"recipe/_schema.py", "runs/_keys.py"}
+#: where a step's name may be written: the recipe's vocabulary (its schema and rules), and the
+#: steps' keys
+NAMED_IN = {"recipe/_schema.py", "recipe/_rules.py", "runs/_keys.py"}
 
 
 def test_no_module_names_a_step_but_the_keys() -> None:

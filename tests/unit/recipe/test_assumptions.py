@@ -62,3 +62,69 @@ def test_an_assumption_applies_to_its_rows() -> None:
     assert every.applies("a", "s") and not one.applies("a", "s") and one.applies("v", "s")
     assert top.applies("a", "s")
     assert assumption_caveats([every, one, top]) == [every.caveat, one.caveat, top.caveat]
+
+
+def test_a_difference_is_named_as_one_and_dotted_names_are_found() -> None:
+    from benchlib.recipe import Assumption
+    from benchlib.recipe._assumptions import check_assumptions
+
+    a = Assumption(setting="variants.kimi-k2.6-int4-text.model.local_path", value="text only",
+                   why="the post served the whole model", kind="differs")
+    assert a.caveat.startswith("differs from the source: variants.kimi-k2.6-int4-text")
+    assert a.applies("kimi-k2.6-int4-text", "x") and not a.applies("kimi-k2.6-int4", "x")
+    check_assumptions([a], [], ["kimi-k2.6-int4-text"], ["variants"])
+    with pytest.raises(ValueError, match="names no variant"):
+        check_assumptions([a], [], ["kimi-k2.6-int4"], ["variants"])
+
+
+def _recipes() -> list[Path]:
+    return sorted(p for p in (REPO / "params").rglob("*.yaml")
+                  if "references" not in p.parts and "data" not in p.parts
+                  and "writeups" not in p.parts and "models" not in p.parts)
+
+
+@pytest.mark.parametrize("path", _recipes(), ids=lambda p: str(p.relative_to(REPO)))
+def test_each_variants_own_recipe_is_a_valid_recipe(path: Path) -> None:
+    """The runner validates each variant's own recipe again (its engine and model, no
+    variants): an assumption naming a variant must read there as that recipe's own path,
+    and another variant's must not be there (on the H200 a `variants.X.…` assumption stopped
+    seed 003's run before its first step)."""
+    recipe = load_recipe(path)
+    for name, own in recipe.variant_recipes():
+        again = Recipe.model_validate(own.model_dump(by_alias=True))
+        assert not any(a.setting.startswith("variants.") for a in again.assumptions), name
+
+
+def test_a_variants_assumption_reads_as_its_own_recipes_path() -> None:
+    a = Assumption(setting="variants.v.speculative.draft_model", value="d", why="w")
+    star = Assumption(setting="variants.*.model.id", value="m", why="w")
+    assert a.for_variant("v") == a.model_copy(update={"setting": "engine.speculative.draft_model"})
+    assert a.for_variant("w") is None
+    assert star.for_variant("w") == star.model_copy(update={"setting": "model.id"})
+    top = Assumption(setting="scenarios.s.input_len", value="1", why="w")
+    assert top.for_variant("v") is top
+
+
+def test_unknown_names_are_refused_with_the_names_the_recipe_has() -> None:
+    """The message lists the recipe's scenarios (or variants), sorted, or says none."""
+    from benchlib.recipe._assumptions import check_assumptions
+
+    a = Assumption(setting="variants.nope.engine", value="x", why="y")
+    with pytest.raises(ValueError) as err:
+        check_assumptions([a], [], ["b", "a"], ["variants"])
+    assert str(err.value) == ("assumptions[0].setting: 'variants.nope.engine' names no variant "
+                              "of the recipe (a, b)")
+    with pytest.raises(ValueError) as err:
+        check_assumptions([a], ["s"], [], ["variants"])
+    assert str(err.value).endswith("names no variant of the recipe (none)")
+
+
+def test_a_variant_wildcard_shapes_every_variant_and_only_variants() -> None:
+    """``variants.*.X`` shapes every variant's rows; with neither a variant nor a scenario
+    asked, every caveat is listed; with one asked, only those that shape it."""
+    every = Assumption(setting="variants.*.engine", value="x", why="y")
+    one = Assumption(setting="variants.a.engine", value="x", why="y")
+    assert every.applies("b", "") and every.applies("a", "s")
+    assert assumption_caveats([every, one], variant="b") == [every.caveat]
+    assert assumption_caveats([every, one], scenario="s") == [every.caveat]
+    assert assumption_caveats([every, one]) == [every.caveat, one.caveat]

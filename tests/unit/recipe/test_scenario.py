@@ -61,7 +61,7 @@ def test_the_scenarios_seed_and_new_settings_reach_the_run() -> None:
     assert (cfg.seed, cfg.request_timeout, cfg.percentiles) == (7, 5.0, (50.0, 99.9))
     again = s.measure_config(base_url="http://h:1", model="m", tokenizer=Path("/t"),
                              result_json=None, max_concurrency=2, num_prompts=4, seed=11)
-    assert again.seed == 11  # a later concurrency's own seed (benchlib.measure._seeds)
+    assert again.seed == 11  # a later concurrency's own seed (benchlib.measure.workload._seeds)
     assert cfg.goodput == {"ttft": 100.0} and cfg.sampling == {"temperature": 0.6,
                                                                "stop": ["\n"]}
 

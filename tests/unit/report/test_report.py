@@ -40,8 +40,7 @@ def test_report_has_every_section_and_figure_inline(tmp_path: Path) -> None:
     assert "kv_<wbr>cache_<wbr>usage_<wbr>expected" in page and "<td>0.125</td>" in page
     writeup = files.markdown.read_text()
     assert "0.781 J per output token (idle draw of\n  75.00 W included)" in writeup
-    assert ("llamacpp: kv_cache_gib planned 0.0156, the engine reported 0.0312 GiB\n  "
-            "(100.00 %, flagged)") in writeup
+    assert "| llamacpp | kv_cache_gib | 0.0156 | 0.0312 | GiB | 100.00 | yes |" in writeup
     # caveats from the comparison, the machine and the references
     assert "1 of 4 streams arrived in bursts" in page
     assert "expected 1 GPUs, found 0" in page and "checkpoint formats differ" in page

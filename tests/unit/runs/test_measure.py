@@ -78,7 +78,7 @@ def test_a_measurements_fields_are_the_results_or_the_steps() -> None:
     from benchlib.measure import MeasureResult
 
     steps_own = {"scenario", "concurrency", "input_len", "output_len", "result_json",
-                 "first_errors", "server_metrics", "speculative", "kv_usage_vs_plan",
+                 "first_errors", "seeding", "server_metrics", "speculative", "kv_usage_vs_plan",
                  "energy", "sdk"}
     percentiles = {"p99_ttft_ms", "p99_tpot_ms", "p99_ttft_from_schedule_ms"}
     assert set(Measurement.model_fields) - steps_own - percentiles \

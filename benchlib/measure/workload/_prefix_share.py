@@ -1,0 +1,96 @@
+"""How much of a prompt set a prefix cache could serve from another prompt of the same set.
+
+What: :func:`prefix_share` encodes each prompt (a chat prompt: its messages' contents, in
+order) and finds, for each, the longest prefix it shares with any other prompt of the set
+(sorted token sequences: a prompt's longest common prefix with any other is with a
+neighbour). A prefix cache keeps whole blocks, so only ``⌊shared / block⌋ × block`` tokens
+of it can be served from cache; a prompt counts as *sharing* when that is at least one whole
+block. The result gives the fraction of prompts that share, and the fraction of all prompt
+tokens a cache could serve.
+
+Why: a measured TTFT is the prefill's only when the prefill was done. A dataset that repeats
+its text (a corpus walked twice for 320 prompts) gives later prompts long prefixes already
+computed, and an engine with a prefix cache answers them early: the TTFT is flattered and
+says nothing about prefill. ``benchlib run --check`` prints this for every text dataset, so a
+recipe can be seen to hold distinct prompts before an engine starts.
+
+The block is :data:`PREFIX_BLOCK_TOKENS`, vLLM's default ``--block-size`` (16 tokens): a
+shared prefix shorter than one block cannot be served from vLLM's cache at all. SGLang's radix
+cache matches token by token (page size 1), so for it a few shared tokens (a BOS, an
+instruction's words) are also served; those are a rounding error beside a long prompt and are
+the same for every request, which is why the block, not one token, is the line drawn.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from benchlib.measure.wire._request import Prompt
+
+__all__ = ["PREFIX_BLOCK_TOKENS", "PrefixShare", "prefix_share"]
+
+#: vLLM's default KV block (``--block-size 16``): the unit a prefix cache serves
+PREFIX_BLOCK_TOKENS = 16
+
+
+@dataclass(frozen=True)
+class PrefixShare:
+    """A prompt set's shared prefixes, counted in whole blocks."""
+
+    prompts: int  #: prompts in the set
+    sharing: int  #: prompts sharing at least one whole block with another prompt of the set
+    cacheable_tokens: int  #: Σ per prompt: whole blocks of its longest shared prefix
+    total_tokens: int  #: Σ prompt tokens
+    longest: int  #: the longest shared prefix, in tokens
+    block: int  #: the block size used
+
+    @property
+    def sharing_fraction(self) -> float:
+        """Prompts that share a whole block, over all prompts."""
+        return self.sharing / self.prompts if self.prompts else 0.0
+
+    @property
+    def cacheable_fraction(self) -> float:
+        """Prompt tokens a prefix cache could serve, over all prompt tokens."""
+        return self.cacheable_tokens / self.total_tokens if self.total_tokens else 0.0
+
+    def summary(self) -> str:
+        """One line for ``--check``."""
+        return (f"{self.sharing} of {self.prompts} prompts ({100 * self.sharing_fraction:.0f} %) "
+                f"share a prefix of ≥ {self.block} tokens with another (longest "
+                f"{self.longest}); {100 * self.cacheable_fraction:.1f} % of prompt tokens "
+                "a prefix cache could serve")
+
+
+def _ids(tokenizer: Any, prompt: Prompt) -> tuple[int, ...]:
+    text = prompt.prompt if isinstance(prompt.prompt, str) else "\n".join(
+        str(m.get("content", "")) for m in prompt.prompt)
+    return tuple(int(i) for i in tokenizer.encode(text, add_special_tokens=False))
+
+
+def _common(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def prefix_share(tokenizer: Any, prompts: Sequence[Prompt],
+                 block: int = PREFIX_BLOCK_TOKENS) -> PrefixShare:
+    """The shared prefixes of ``prompts`` encoded with ``tokenizer`` (module doc)."""
+    seqs = [_ids(tokenizer, p) for p in prompts]
+    order = sorted(range(len(seqs)), key=lambda i: seqs[i])
+    best = [0] * len(seqs)
+    for a, b in itertools.pairwise(order):
+        n = _common(seqs[a], seqs[b])
+        best[a] = max(best[a], n)
+        best[b] = max(best[b], n)
+    cached = [n // block * block for n in best]
+    return PrefixShare(prompts=len(seqs), sharing=sum(c > 0 for c in cached),
+                       cacheable_tokens=sum(cached), total_tokens=sum(map(len, seqs)),
+                       longest=max(best, default=0), block=block)

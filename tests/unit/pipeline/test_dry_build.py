@@ -1,0 +1,143 @@
+"""``benchlib run --check`` builds every request a run will send: every recipe under params/
+passes it, and each kind of defect that would only raise at 03_measure fails it here, with
+exit code 2 and the recipe field named."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from benchlib.cli import main
+
+REPO = Path(__file__).resolve().parents[3]
+SEED000_H200 = REPO / "params/seeds/000-glm-kimi-8xh200.yaml"
+
+
+def _recipes() -> list[Path]:
+    """Every recipe under params/ (a YAML file with an engine), references and the rest left
+    out."""
+    out = []
+    for path in sorted((REPO / "params").rglob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and "engine" in data:
+            out.append(path)
+    return out
+
+
+def test_the_recipes_are_found() -> None:
+    names = {p.name for p in _recipes()}
+    assert {"000-glm-kimi-8xh200.yaml", "000-glm-kimi-8xh200-dense-mla.yaml",
+            "001-glm47-flash-sglang-b200.yaml", "003-qwen38-27b-h200.yaml",
+            "003-qwen38-27b-cmp170hx.yaml", "demo.yaml"} <= names
+
+
+@pytest.mark.parametrize("recipe", _recipes(), ids=lambda p: str(p.relative_to(REPO)))
+def test_every_recipe_passes_check(recipe: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(REPO)
+    code = main(["run", str(recipe.relative_to(REPO)), "--check"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert ": ok (" in out
+
+
+def _planted(tmp_path: Path, edit: Any, source: Path = SEED000_H200) -> Path:
+    """``source`` with ``edit`` applied to its YAML, written under ``tmp_path`` with every
+    relative path made absolute against the repo (so it checks from anywhere)."""
+    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    edit(data)
+    path = tmp_path / source.name
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def _fails(path: Path, field: str, monkeypatch: pytest.MonkeyPatch,
+           capsys: pytest.CaptureFixture[str]) -> str:
+    monkeypatch.chdir(REPO)
+    code = main(["run", str(path), "--check"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"error: {field}: " in err, err
+    assert "Traceback" not in err
+    return err
+
+
+def _scenario(data: dict[str, Any]) -> dict[str, Any]:
+    s: dict[str, Any] = data["scenarios"][0]
+    return s
+
+
+def test_warmups_the_prompt_file_cannot_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    # seed 000's H200 recipe as it was: five lines, one warmup, no warmups_like_vllm
+    path = _planted(tmp_path, lambda d: _scenario(d).pop("warmups_like_vllm"))
+    err = _fails(path, "scenarios.single-stream.num_warmups", monkeypatch, capsys)
+    assert "variant glm-5.2-fp8-mtp3, concurrency 1" in err
+
+
+def test_a_prompt_file_that_is_not_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    path = _planted(tmp_path, lambda d: _scenario(d).update(
+        dataset_path=str(REPO / "params/seeds/data/no-such.jsonl")))
+    _fails(path, "scenarios.single-stream.dataset_path", monkeypatch, capsys)
+
+
+def test_repeats_the_file_cannot_deal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    path = _planted(tmp_path, lambda d: _scenario(d).update(repeats=2))
+    _fails(path, "scenarios.single-stream.repeats", monkeypatch, capsys)
+
+
+def test_a_trace_with_a_request_rate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        for s in d["scenarios"]:
+            if s.get("dataset") == "trace":
+                s["request_rate"] = 4.0
+            if s.get("dataset_path"):
+                s["dataset_path"] = str(REPO / s["dataset_path"])
+    path = _planted(tmp_path, edit, REPO / "params/traffic.yaml")
+    _fails(path, "scenarios.trace.request_rate", monkeypatch, capsys)
+
+
+def test_shots_that_leave_no_question(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["accuracy"].update(num_fewshot=10_000, data_dir=str(REPO / "params/data/gsm8k"))
+        d.pop("writeup", None)
+        d["compare"].pop("references", None)
+    path = _planted(tmp_path, edit, REPO / "params/seeds/001-glm47-flash-sglang-b200.yaml")
+    _fails(path, "accuracy.num_fewshot", monkeypatch, capsys)
+
+
+def test_the_command_line_says_it_without_a_traceback(tmp_path: Path) -> None:
+    path = _planted(tmp_path, lambda d: _scenario(d).pop("warmups_like_vllm"))
+    done = subprocess.run([sys.executable, "-m", "benchlib", "run", str(path), "--check"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 2
+    assert "scenarios.single-stream.num_warmups" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("sampling,said", [({"temprature": 0.7}, "unknown key 'temprature'"),
+                                           ({"max_tokens": 64}, "'max_tokens' is set by the kit"),
+                                           ({"top_p": "0.9"}, "top_p: '0.9' is not a number")])
+def test_a_bad_sampling_key(sampling: dict[str, Any], said: str, tmp_path: Path,
+                            monkeypatch: pytest.MonkeyPatch,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    """An engine ignores a key it does not know: a typo would decode otherwise, unseen."""
+    def edit(d: dict[str, Any]) -> None:
+        d["scenarios"][1]["sampling"] = {"temperature": 0, **sampling}
+        d.pop("writeup", None)
+        d["compare"].pop("references", None)
+    path = _planted(tmp_path, edit, REPO / "params/seeds/003-qwen38-27b-cmp170hx.yaml")
+    monkeypatch.chdir(REPO)
+    assert main(["run", str(path), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert f"scenarios[1].sampling: {said}" in err, err
+    assert "Traceback" not in err
