@@ -59,14 +59,18 @@ class RunFolder(BaseModel):
     @classmethod
     def pick(cls, outputs: Path, name: str, digest: str, force: bool,
              log: Callable[[str], None]) -> tuple[RunFolder, bool]:
-        """``(folder, resumed)``: today's unfinished run of this very recipe (same name and
-        same content) to resume, or a fresh folder (``name``, ``name-2``, …), created."""
-        existing = cls._numbered(outputs / _today(), name)
+        """``(folder, resumed)``: the recipe's latest run, whatever its day, when it is
+        unfinished and of this very recipe (same name and same content), to resume; else a
+        fresh folder under today's date (``name``, ``name-2``, …), created. Whatever its day:
+        a run that failed at 23:50 UTC and is run again at 00:10 resumes where it stopped."""
+        existing = cls.runs_of(outputs, name)
         if existing and not force:
             last = existing[-1]
             state = last.read_state()
             if state is not None and not state.finished:
                 if state.recipe_sha256 == digest:
+                    if last.path.parent.name != _today():
+                        log(f"resuming a run started on {last.path.parent.name}")
                     return last, True
                 log(f"not resuming {last.path}: the recipe changed since")
         return cls.create(outputs, name), False

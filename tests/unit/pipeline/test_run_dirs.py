@@ -37,5 +37,19 @@ def test_resume_only_the_same_unfinished_recipe(tmp_path: Path) -> None:
     assert _pick_run_dir(tmp_path, "demo", "abc", True, logs.append)[0].name == "demo-3"
 
 
+def test_a_run_started_before_midnight_resumes_after_it(tmp_path: Path) -> None:
+    logs: list[str] = []
+    state(tmp_path / "2020-01-01" / "demo", True, "abc")  # an older day's finished run
+    state(tmp_path / "2020-01-02" / "demo-2", False, "abc")  # the latest: unfinished
+    path, resumed = _pick_run_dir(tmp_path, "demo", "abc", False, logs.append)
+    assert (path, resumed) == (tmp_path / "2020-01-02" / "demo-2", True)
+    assert logs == ["resuming a run started on 2020-01-02"]
+    # only the latest run resumes: when it finished, an older unfinished one stays as it is
+    state(tmp_path / "2020-01-03" / "demo", True, "abc")
+    state(tmp_path / "2020-01-01" / "demo-2", False, "abc")
+    path, resumed = _pick_run_dir(tmp_path, "demo", "abc", False, logs.append)
+    assert not resumed and path.parent.name == dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+
+
 def test_a_run_with_no_status_is_not_ok(tmp_path: Path) -> None:
     assert RunSummary(tmp_path, {"00_plan": "ok", "01_download": "failed"}).ok is False
