@@ -11,7 +11,6 @@ states the takeaway from the run's own numbers; no engine left behind."""
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import re
 import subprocess
@@ -26,6 +25,7 @@ from benchlib.pipeline import read_sidecar
 from benchlib.provenance import ModelOrigin
 from benchlib.report import FIGURES
 from tests._browser import check_first_screen, machine_paths, open_report
+from tests._runs import run_day
 
 pytestmark = pytest.mark.e2e
 
@@ -47,7 +47,7 @@ def test_demo_recipe_end_to_end(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "benchlib", "run", "params/demo.yaml",
                            "--outputs", str(tmp_path)], capture_output=True, text=True,
                           cwd=REPO, timeout=1500)
-    run = tmp_path / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "demo"
+    run = run_day(tmp_path) / "demo"
     assert proc.returncode == 0, (failed_steps(run) + proc.stdout[-3000:]
                                   + proc.stderr[-2000:])
     assert "variants side by side" in proc.stdout

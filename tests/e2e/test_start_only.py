@@ -6,7 +6,6 @@ before downloading the weights (the H200 shapes of params/h200-memory.yaml run t
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import shutil
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from benchlib.pipeline import read_sidecar
+from tests._runs import run_day
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ steps: [00_plan, 01_download, 02_launch, 04_compare]
     proc = subprocess.run([sys.executable, "-m", "benchlib", "run", str(recipe), "--outputs",
                            str(out)], capture_output=True, text=True, cwd=REPO, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run = out / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "so"
+    run = run_day(out) / "so"
     assert not (run / "03_measure.json").exists()  # nothing measured
     launch = read_sidecar(run / "02_launch.json")
     assert launch.status == "ok"

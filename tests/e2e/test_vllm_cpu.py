@@ -4,7 +4,6 @@ the openai SDK, and scored by lm-eval through the pipeline."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import subprocess
@@ -20,6 +19,7 @@ from benchlib.measure import MeasureConfig, measure
 from benchlib.pipeline import read_sidecar
 from benchlib.recipe import EngineSpec, ModelSpec
 from benchmarks._peers import run_vllm_bench
+from tests._runs import run_day
 
 pytestmark = pytest.mark.e2e
 N, OUTPUT_LEN = 16, 32
@@ -267,7 +267,7 @@ accuracy:
                            str(tmp_path / "out")], capture_output=True, text=True, cwd=REPO,
                           timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    run = tmp_path / "out" / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "acc"
+    run = run_day(tmp_path / "out") / "acc"
     acc = read_sidecar(run / "03_measure.json").results["accuracy/gsm8k"]
     assert acc["n"] == 3 and acc["num_fewshot"] == 2 and acc["lm_eval_version"]
     assert acc["strict_match"] is not None and acc["flexible_extract"] is not None

@@ -4,7 +4,6 @@ engine is an endpoint nobody listens on) and an invalid one, each run folder kep
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import subprocess
@@ -16,6 +15,7 @@ from typing import Any
 from benchlib.engines import free_port
 from benchlib.pipeline import read_sidecar
 from benchlib.pipeline._batch import BatchIndex, expand_recipes
+from tests._runs import run_day
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,7 @@ def test_a_batch_runs_past_failures_and_indexes_every_run(
                           env=dict(os.environ))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "2 of 3 recipes not ok" in proc.stderr
-    day = out / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    day = run_day(out)
     [batch] = sorted(day.glob("batch-*"))
     index = BatchIndex.model_validate_json((batch / "index.json").read_text())
     assert index.finished and [e.status for e in index.entries] == ["ok", "failed", "invalid"]

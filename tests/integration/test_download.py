@@ -4,7 +4,6 @@ honours include patterns, checks disk space first, sends the token and never wri
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 from benchlib.pipeline import read_sidecar
 from benchlib.provenance import hash_model_folder
+from tests._runs import run_day
 
 from ._fakehub import SHA, FakeHub
 
@@ -43,7 +43,7 @@ def test_plan_then_download_from_the_hub(tmp_path: Path, tiny_model: Path) -> No
     with FakeHub("org/tiny", tiny_model, TOKEN) as hub:
         proc = run(tmp_path, hub, "[00_plan, 01_download]")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    run_dir = tmp_path / "out" / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "hub"
+    run_dir = run_day(tmp_path / "out") / "hub"
     plan = read_sidecar(run_dir / "00_plan.json").results["plan"]
     assert plan["kv_bytes_per_token"] == 4 * 2 * 2 * 64 * 2 and plan["fits"] is True
     dl = read_sidecar(run_dir / "01_download.json")
@@ -68,7 +68,7 @@ def test_not_enough_disk_is_refused_before_downloading(tmp_path: Path,
     with FakeHub("org/tiny", tiny_model, TOKEN, size_boost=2**60) as hub:
         proc = run(tmp_path, hub, "[01_download]")
     assert proc.returncode == 1
-    run_dir = tmp_path / "out" / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "hub"
+    run_dir = run_day(tmp_path / "out") / "hub"
     sidecar = read_sidecar(run_dir / "01_download.json")
     assert sidecar.status == "failed" and sidecar.error is not None
     assert "GiB free" in sidecar.error.evalue and "model.include" in sidecar.error.evalue
@@ -85,7 +85,7 @@ def test_a_gguf_file_from_the_hub_is_what_launch_gets(tmp_path: Path) -> None:
         proc = run(tmp_path, hub, "[01_download]", 'id: org/tiny-GGUF, revision: main, '
                    'format: gguf, include: ["*Q8_0.gguf"]')
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    run_dir = tmp_path / "out" / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "hub"
+    run_dir = run_day(tmp_path / "out") / "hub"
     dl = read_sidecar(run_dir / "01_download.json").results
     assert Path(dl["model_path"]).name == "tiny-Q8_0.gguf"
     assert dl["files_hash"]["files"] == 1

@@ -5,13 +5,14 @@ else — and a recipe of that kind runs through plan, launch, measure and compar
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from tests._runs import run_day
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -74,7 +75,7 @@ scenarios:
                            str(tmp_path / "out")], capture_output=True, text=True, cwd=root,
                           timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run = tmp_path / "out" / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "f"
+    run = run_day(tmp_path / "out") / "f"
     state = json.loads((run / "run.json").read_text(encoding="utf-8"))
     assert state["finished"] is True
     assert set(state["statuses"]) == {"00_plan", "01_download", "02_launch", "03_measure",

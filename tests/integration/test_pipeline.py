@@ -5,7 +5,6 @@ anything written or echoed, even when the runner is killed."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import shutil
@@ -21,6 +20,7 @@ import pytest
 
 from benchlib.engines import free_port
 from benchlib.pipeline import read_sidecar
+from tests._runs import run_day
 
 REPO = Path(__file__).resolve().parents[2]
 STEPS = ["00_plan", "01_download", "02_launch", "03_measure", "04_compare"]
@@ -48,7 +48,7 @@ def run(path: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def day(out: Path) -> Path:
-    return out / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+    return run_day(out)
 
 
 def test_run_writes_notebooks_sidecars_and_provenance(

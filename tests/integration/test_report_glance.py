@@ -8,7 +8,6 @@ its timings are canned, so the figures test the kit, not an engine."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import subprocess
@@ -20,6 +19,7 @@ from typing import Any
 from benchlib.report import FIGURES, report_context
 from benchlib.runs._glance import MAX_LINES, Glance
 from tests._browser import check_first_screen, open_report
+from tests._runs import run_day
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,7 +61,7 @@ def test_a_demo_shaped_comparison_answers_on_its_first_screen(
                            str(out)], capture_output=True, text=True, cwd=REPO, timeout=600,
                           env=dict(os.environ))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run = out / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "glance"
+    run = run_day(out) / "glance"
     g = Glance.model_validate(report_context(run)["glance"])
     assert [v.name for v in g.variants] == ["a-off", "a-spec", "b-off", "b-spec"]
     assert [s.name for s in g.scenarios] == ["chat", "summarization", "random"]

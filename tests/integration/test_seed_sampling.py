@@ -5,7 +5,6 @@ warmup's, nor the SDK view's — while the length key goes on, and the result sa
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import subprocess
@@ -18,6 +17,7 @@ import yaml
 
 from benchlib.measure import LENGTH_KEYS, SAMPLING_KEYS
 from benchlib.pipeline import read_sidecar
+from tests._runs import run_day
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = REPO / "params" / "seeds" / "000-glm-kimi-8xb200.yaml"
@@ -59,7 +59,7 @@ def test_seed_000_sends_no_sampling_key(scripted: Callable[..., Any], tmp_path: 
         assert not keys & SAMPLING_KEYS, keys
         assert keys & LENGTH_KEYS <= {"max_completion_tokens", "ignore_eos"}, keys
     assert sum("ignore_eos" not in row["body_keys"] for row in truth) >= 12
-    run_dir = out / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "seed000-glm-kimi-8xb200"
+    run_dir = run_day(out) / "seed000-glm-kimi-8xb200"
     result = json.loads((run_dir / "measure" / "single-stream-c1.json").read_text())
     sent = result["benchlib"]["sent_keys"]
     assert sent["sampling"] == "server-default" and sent["sampling_keys"] == []

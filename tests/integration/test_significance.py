@@ -8,7 +8,6 @@ ratio; the same pair with the second server slowed by 10 % (TTFT and ITL) reads
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import subprocess
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlib.pipeline import read_sidecar
+from tests._runs import run_day
 
 REPO = Path(__file__).resolve().parents[2]
 #: log-normal jitter (sigma 0.3: a real engine's spread and tail), the same seed on both
@@ -44,7 +44,7 @@ scenarios:
                            str(out)], capture_output=True, text=True, cwd=REPO, timeout=600,
                           env=dict(os.environ))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run = out / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "aa"
+    run = run_day(out) / "aa"
     measured = json.loads((run / "a" / "measure" / "chat-c12.json").read_text())
     assert [r["repeat"] for r in measured["repeats"]] == [0, 1]
     assert measured["intervals"]["source"] == "repeats"

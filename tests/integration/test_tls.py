@@ -8,7 +8,6 @@ after every response behave as over plain TCP."""
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import json
 import os
 import subprocess
@@ -23,6 +22,7 @@ from benchlib.measure import MeasureConfig, MeasureResult, measure
 from benchlib.measure.wire._endpoint import Endpoint
 from benchlib.measure.wire._pool import ConnectionPool
 from benchlib.pipeline import read_sidecar
+from tests._runs import run_day
 from tests._tls_files import TlsFiles
 from tests.conftest import REPO
 
@@ -274,7 +274,7 @@ scenarios:
                          str(recipe("tls", f', ca_bundle: "{tls_files.cert}"')), "--outputs",
                          str(out)], capture_output=True, text=True, cwd=REPO, timeout=600)
     assert ok.returncode == 0, ok.stdout[-3000:] + ok.stderr[-3000:]
-    run = out / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "tls"
+    run = run_day(out) / "tls"
     launch = read_sidecar(run / "02_launch.json").results
     # the chat reached the server over TLS and came back (the scripted words are no answer)
     assert launch["base_url"] == server.url and all(

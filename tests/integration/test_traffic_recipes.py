@@ -5,7 +5,6 @@ turns), its result carrying the trace's schedule TTFT and the conversations' per
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import subprocess
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from benchlib.pipeline import read_sidecar
+from tests._runs import run_day
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "benchlib" / "measure" / "data"
@@ -43,7 +43,7 @@ scenarios:
                            str(out)], capture_output=True, text=True, cwd=REPO, timeout=600,
                           env=dict(os.environ))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run = out / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "shapes"
+    run = run_day(out) / "shapes"
     results = read_sidecar(run / "03_measure.json").results
     trace = results["trace/c64"]
     assert trace["completed"] == 40  # the trace's 40 lines, though 100 were allowed

@@ -7,7 +7,6 @@ behaviour is known); the demo test runs the same path on vLLM CPU and llama.cpp.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import subprocess
@@ -18,6 +17,7 @@ from typing import Any
 
 from benchlib.engines import free_port
 from benchlib.pipeline import read_sidecar
+from tests._runs import run_day
 
 REPO = Path(__file__).resolve().parents[2]
 PER_VARIANT = ["00_plan", "01_download", "02_launch", "03_measure"]
@@ -46,7 +46,7 @@ def _run(path: Path, out: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _run_dir(out: Path) -> Path:
-    return out / dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") / "ab"
+    return run_day(out) / "ab"
 
 
 def test_two_variants_run_in_turn_and_are_compared(
