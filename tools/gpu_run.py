@@ -539,14 +539,15 @@ JOBS: tuple[Job, ...] = (
     Job("seed000-x8", needs=("venv", "vllm-env", "tiny"), gpu=True),
     Job("seed000-x8-dense-mla", needs=("venv", "vllm-env", "tiny"), gpu=True),
     # seed 003 moved to one H200 (issue 33): open-jet carried built, its GGUF made there in
-    # 16 s; the run starts with open-jet's variants once every part is in (a call copies the
-    # working tree again as it starts: visit 6's run, started while parts still came, died
-    # importing a half-copied benchlib), while vLLM installs and llama.cpp builds, so vLLM's
-    # variants, then llama.cpp's, find them ready (a variant that does not fails alone, and
-    # a --rerun resumes the folder)
+    # 16 s; the run starts once every part is in (a call copies the working tree again as it
+    # starts: visit 6's run, started while parts still came, died importing a half-copied
+    # benchlib) and vLLM is installed, with vLLM's variants (never measured yet), while
+    # llama.cpp builds, so open-jet's, then llama.cpp's, find everything ready (a variant that
+    # does not fails alone, and a --rerun resumes the folder)
     Job("openjet", needs=("group:openjet", "venv")),
     Job("gguf27", needs=("llamacpp-source", "tiny")),
-    Job("seed003", needs=("venv", "tiny", "openjet", "gguf27", "group:vllm"), gpu=True),
+    Job("seed003", needs=("venv", "tiny", "vllm-env", "openjet", "gguf27", "group:vllm"),
+        gpu=True),
     # the demo's real model on both CUDA engines (issue 34): made there from the wheel; the
     # run starts with vLLM's variants once every part is in and vLLM is installed, while
     # llama.cpp builds beside them (its variants come last)
