@@ -5,7 +5,6 @@ recipe's ``hardware`` section."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from benchlib.provenance._software import (
     installed_packages,
     python_version,
 )
-from benchlib.recipe import Recipe
+from benchlib.recipe import Recipe, portable
 
 __all__ = ["EngineRecord", "RunEnvironment", "assemble_provenance", "capture_environment",
            "hardware_mismatches"]
@@ -70,9 +69,7 @@ def _engine_lock(recipe: Recipe, kit: Path) -> LockCheck | None:
     lock = recipe.engine.lock
     if lock is None:
         return None
-    absolute = Path(os.path.abspath(lock))
-    shown = (os.path.relpath(absolute, kit) if absolute.is_relative_to(kit.resolve())
-             else str(lock))
+    shown = str(portable(lock, kit.resolve()))
     python = adapter(recipe.engine.kind).environment_python(recipe.engine.python)
     if python is None:
         return LockCheck(path=shown, error="no python3 on PATH and no engine.python")

@@ -9,6 +9,7 @@ from benchlib.recipe._load import (
     load_recipe,
     map_paths,
     open_recipe,
+    portable,
     recipe_from_dict,
     resolve_paths,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "load_recipe",
     "map_paths",
     "open_recipe",
+    "portable",
     "recipe_from_dict",
     "recipe_secrets",
     "resolve_paths",

@@ -15,7 +15,7 @@ from benchlib.adapters import Speculative
 from benchlib.recipe._schema import EngineSpec, ModelSpec, Recipe
 
 __all__ = ["RecipeError", "format_problems", "load_recipe", "map_paths", "open_recipe",
-           "recipe_from_dict", "resolve_paths"]
+           "portable", "recipe_from_dict", "resolve_paths"]
 
 
 def _problems(exc: ValidationError) -> list[tuple[str, str]]:
@@ -96,6 +96,13 @@ def map_paths(recipe: Recipe, fn: Callable[[Path], Path]) -> Recipe:
                                         "data_dir": fn(recipe.accuracy.data_dir),
                                         "python": fn(recipe.accuracy.python)})
                                     if recipe.accuracy else None})
+
+
+def portable(path: Path, root: Path) -> Path:
+    """``path`` relative to ``root`` when it lies inside it, else unchanged: how a run folder
+    records a path so that the folder (or the kit) can move."""
+    absolute = Path(os.path.abspath(path))
+    return Path(os.path.relpath(absolute, root)) if absolute.is_relative_to(root) else path
 
 
 def resolve_paths(recipe: Recipe, base: Path) -> Recipe:

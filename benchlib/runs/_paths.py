@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from benchlib.recipe import Recipe, map_paths, resolve_paths
+from benchlib.recipe import Recipe, map_paths, portable, resolve_paths
 
 __all__ = ["kit_root", "load_recipe_snapshot", "portable", "portable_recipe", "relative_text"]
 
@@ -22,12 +22,6 @@ _ROOT = Path(__file__).resolve().parents[2]
 def kit_root() -> Path:
     """The folder of the kit's checkout (``notebooks/``, ``environment.yml``)."""
     return _ROOT
-
-
-def portable(path: Path, root: Path) -> Path:
-    """``path`` relative to ``root`` when it lies inside it, else unchanged."""
-    absolute = Path(os.path.abspath(path))
-    return Path(os.path.relpath(absolute, root)) if absolute.is_relative_to(root) else path
 
 
 def portable_recipe(recipe: Recipe, root: Path) -> Recipe:
