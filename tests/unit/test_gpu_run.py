@@ -155,20 +155,22 @@ def test_seed_000s_visit_asks_for_eight_gpus_and_runs_its_recipe(gr: ModuleType)
 def test_seed_003s_visit_carries_open_jet_built_here_and_makes_its_gguf_there(
         gr: ModuleType, tmp_path: Path) -> None:
     """Issue 33's visit: open-jet's engine comes built (group openjet), the 27B GGUF is made
-    there once llama.cpp's gguf-py and the tokenizer are in; the one run starts once open-jet
-    and its GGUF are in place, with open-jet's variants, while vLLM's parts arrive and
-    llama.cpp's CUDA build runs beside them (the recipe's order puts theirs after)."""
+    there once llama.cpp's gguf-py and the tokenizer are in; the one run starts once every
+    part is in and vLLM is installed, with vLLM's variants, while llama.cpp's CUDA build runs
+    beside them (the recipe's order puts llama.cpp's variant last)."""
     (gr.JOBS_DIR / "visit").write_text("seed003\n")
     names = [j.name for j in gr.visit_jobs()]
     assert names == ["venv", "llamacpp-source", "llamacpp", "tiny", "vllm-env", "openjet",
                      "gguf27", "seed003"]
     run = next(j for j in gr.JOBS if j.name == "seed003")
     assert {"openjet", "gguf27", "group:vllm"} <= set(run.needs)  # every part in first
-    assert not {"llamacpp", "vllm-env"} & set(run.needs)
+    # vLLM's pair first (never measured yet): the run waits for vLLM's install, never for
+    # llama.cpp's CUDA build, whose variant comes last
+    assert "vllm-env" in run.needs and "llamacpp" not in run.needs
     assert gr.RUNS["seed003"] == "params/seeds/003-qwen38-27b-h200.yaml"
     recipe = load_recipe(gr.REPO / gr.RUNS["seed003"])
     kinds = [v.engine.kind for _, v in recipe.variant_recipes()]
-    assert kinds == ["openjet", "openjet", "vllm", "vllm", "llamacpp"]
+    assert kinds == ["vllm", "vllm", "openjet", "openjet", "llamacpp"]
     calls = gr.device_calls([gr.REPO / ".device/parts/openjet-00"], "seed003")
     assert calls[-1]["command"].split("--wait ")[1].split()[0] == "seed003"
     # a build that did not finish is refused by name, before anything is packed

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 import yaml
 
-from benchlib.recipe import Recipe, load_recipe, map_paths, recipe_from_dict, resolve_paths
+from benchlib.recipe import (
+    Recipe,
+    load_recipe,
+    map_paths,
+    portable,
+    recipe_from_dict,
+    resolve_paths,
+)
 from benchlib.recipe._load import RecipeError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -127,3 +134,16 @@ def test_open_recipe_resolves_against_its_base_once(tmp_path: Path,
     assert open_recipe(path, base).model.local_path == base / "models" / "m"
     monkeypatch.chdir(tmp_path)
     assert open_recipe(path).model.local_path == tmp_path / "models" / "m"
+
+
+def test_portable_makes_a_path_inside_the_root_relative_and_leaves_others(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "kit"
+    assert portable(root / "params" / "a.yaml", root) == Path("params/a.yaml")
+    assert portable(root, root) == Path(".")
+    assert portable(tmp_path / "elsewhere" / "b.lock", root) == tmp_path / "elsewhere" / "b.lock"
+    assert portable(tmp_path / "kit-2" / "c", root) == tmp_path / "kit-2" / "c"  # a prefix only
+    # a relative path is read against the working folder, and left as given outside the root
+    monkeypatch.chdir(tmp_path)
+    assert portable(Path("kit/x"), root) == Path("x")
+    assert portable(Path("y"), root) == Path("y")
