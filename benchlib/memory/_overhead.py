@@ -22,9 +22,13 @@ overhead, term by term"), not a constant fitted to logs:
   against the forward pass's largest live set ``F(T)`` (:func:`forward_transient`), plus the
   MoE kernel's workspace, kept once allocated (``2·T·top_k·(max(I, H) + max(2I, H))``), and
   cuBLAS's workspace.
-* Non-torch memory (the CUDA context growing as kernels load) and the V1 runner's CUDA-graph
-  estimate (two graphs captured per mode, extrapolated) cannot be derived from the source;
-  they are measured, and :data:`MEASURED` says where and on which run.
+* The V1 runner's CUDA-graph estimate (:func:`cuda_graph_estimate`): per mode vLLM captures
+  the two largest sizes and extrapolates; what dominates it is FlashAttention's fp32 split
+  buffer under FULL graphs (32 splits × heads/TP × the largest FULL size × (D_v + 1) × 4
+  bytes, D_v the head size or MLA's ``kv_lora_rank``), held twice by the first FULL capture.
+* Non-torch memory (the CUDA context growing as kernels load) and the CUDA-graph estimate's
+  residual (the graphs' own pools and activations, which the source does not split) cannot be
+  derived from the source; they are measured, and :data:`MEASURED` says where and on which run.
 
 Earlier eras keep the model fitted to published logs (:func:`legacy_overhead`): their
 sampler profiles differed and no source was read for them.
@@ -41,8 +45,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchlib.memory._arch import ModelArch
 from benchlib.memory._gpus import GPU
 
-__all__ = ["MEASURED", "Overhead", "default_utilization", "forward_transient",
-           "model_runner", "moe_workspace", "overhead_model", "vllm_era"]
+__all__ = ["MEASURED", "Overhead", "cuda_graph_estimate", "default_utilization",
+           "forward_transient", "model_runner", "moe_workspace", "overhead_model", "vllm_era"]
 
 GIB = 1024**3
 _VERSION_RE = re.compile(r"^\d+\.\d+")
@@ -76,9 +80,14 @@ def default_utilization(version: str) -> float:
 MEASURED: dict[str, dict[str, float | str]] = {
     "non_torch_gib": {"value": 0.24, "source": "vLLM 0.26.0 'Actual usage' line, H200, "
                       "Qwen3-30B-A3B dummy weights (tests/data/h200_memory)"},
-    "cuda_graph_estimate_gib": {"value": 0.64, "source": "vLLM 0.26.0 'Estimated CUDA graph "
-                                "memory', H200, Qwen3-30B-A3B (tests/data/h200_memory)"},
+    "cuda_graph_residual_gib": {"value": 0.136, "source": "vLLM 0.26.0 'Estimated CUDA graph "
+                                "memory' 0.64 GiB less the split buffer's 0.504 GiB, H200, "
+                                "Qwen3-30B-A3B (tests/data/h200_memory)"},
 }
+#: FlashAttention's split count under FULL CUDA graphs (0.26.0 ``config/attention.py``:
+#: ``flash_attn_max_num_splits_for_cuda_graph``) and vLLM's largest default capture size
+#: (``config/vllm.py`` ``_set_cudagraph_sizes``)
+GRAPH_SPLITS, MAX_CAPTURE_SIZE = 32, 512
 #: torch's cuBLAS workspace on Hopper and later (its documented default, 32 MiB per stream)
 CUBLAS_WORKSPACE = 32 * 2**20
 #: model types the V2 runner takes although they are MoE (0.26.0 config/vllm.py:68-77)
@@ -185,7 +194,8 @@ def overhead_model(a: ModelArch, *, tp: int, vllm_version: str, memory_gib: floa
                    gpu: GPU | None = None, max_num_batched_tokens: int | None = None,
                    max_num_seqs: int | None = None, max_model_len: int = 4096,
                    speculative: str | None = None,
-                   draft: ModelArch | None = None, cuda_graphs: bool = True) -> Overhead:
+                   draft: ModelArch | None = None, cuda_graphs: bool = True,
+                   num_speculative_tokens: int | None = None) -> Overhead:
     """Activation peak, non-torch memory and CUDA-graph estimate for one GPU, vLLM's way
     (the module's docstring); ``speculative``: the recipe's method (``draft``, ``ngram``, …),
     ``draft``: the draft model's architecture (its forward runs in the profile too);
@@ -217,12 +227,25 @@ def overhead_model(a: ModelArch, *, tp: int, vllm_version: str, memory_gib: floa
     parts = {"forward": forward / GIB, "sampler": sampler / GIB,
              "moe_workspace": workspace / GIB, "topk_buffer": topk / GIB,
              "cublas": CUBLAS_WORKSPACE / GIB}
-    graphs = (float(MEASURED["cuda_graph_estimate_gib"]["value"])
+    graphs = (cuda_graph_estimate(a, tp=tp, seqs=seqs, tokens=tokens,
+                                  k=num_speculative_tokens or 0)
               if runner == "v1" and cuda_graphs else 0.0)
     return Overhead(activation_gib=peak / GIB,
                     non_torch_gib=float(MEASURED["non_torch_gib"]["value"]),
                     cuda_graph_gib=graphs, max_num_batched_tokens=tokens, max_num_seqs=seqs,
                     runner=runner, parts={k: round(x, 4) for k, x in parts.items()})
+
+
+def cuda_graph_estimate(a: ModelArch, *, tp: int, seqs: int, tokens: int, k: int = 0) -> float:
+    """The V1 runner's CUDA-graph estimate, GiB (0.26.0 ``profile_cudagraph_memory``): twice
+    FlashAttention's split buffer at the largest FULL (uniform decode) size, plus the measured
+    residual. Sizes come in steps of ``1 + k`` with ``k`` speculative tokens; the largest is
+    ``min(2·seqs·(1 + k), 512, tokens)``, and FULL sizes stop at ``seqs·(1 + k)``."""
+    q = 1 + k
+    largest_full = min(2 * seqs * q, MAX_CAPTURE_SIZE, tokens, seqs * q) // q * q
+    d_v = a.mla.kv_lora_rank if a.mla is not None else a.head_dim
+    split = GRAPH_SPLITS * max(1, a.num_heads // tp) * largest_full * (d_v + 1) * 4
+    return 2 * split / GIB + float(MEASURED["cuda_graph_residual_gib"]["value"])
 
 
 def _big_gpu(memory_gib: float | None, gpu: GPU | None) -> bool:

@@ -194,7 +194,8 @@ def plan(cfg: PlanConfig, arch: ModelArch | None = None) -> Plan:
                               gpu=gpu, max_num_batched_tokens=cfg.max_num_batched_tokens,
                               max_num_seqs=cfg.max_num_seqs, max_model_len=max_len,
                               speculative=cfg.speculative, draft=draft,
-                              cuda_graphs=cfg.cuda_graphs)
+                              cuda_graphs=cfg.cuda_graphs,
+                              num_speculative_tokens=cfg.num_speculative_tokens)
     if "block" in weights.scheme and "fp8" in weights.scheme:
         warnings.append("ready in: FP8 block-quantized weights make vLLM 0.26.0 warm up DeepGEMM "
                         "kernels after sizing the KV cache (Qwen3-32B-FP8 on an H200: more "

@@ -67,7 +67,9 @@ _ADVICE = {
     "non_torch_gib": "the CUDA context grew by another amount than measured on the H200 "
                      "(benchlib.memory.MEASURED): another GPU, driver or parallel layout",
     "cuda_graph_estimate_gib": "vLLM's CUDA-graph estimate (V1 model runner) is not the "
-                               "measured one the plan uses: another model class or GPU",
+                               "plan's (twice FlashAttention's split buffer plus the residual "
+                               "measured on the H200): another attention backend, capture "
+                               "sizes or GPU",
 }
 #: the overhead's parts are flagged by what they move the KV budget by: this share of it
 PART_FLAG_SHARE = 0.01

@@ -12,12 +12,15 @@ from benchlib.memory import default_utilization, load_model_config, model_runner
 from benchlib.memory._overhead import (
     CUBLAS_WORKSPACE,
     GIB,
+    MEASURED,
+    cuda_graph_estimate,
     forward_transient,
     moe_workspace,
     overhead_model,
 )
 
-CORPUS = Path(__file__).resolve().parents[2] / "data" / "configs" / "corpus"
+REPO = Path(__file__).resolve().parents[3]
+CORPUS = REPO / "tests" / "data" / "configs" / "corpus"
 
 
 def _arch(name: str):  # type: ignore[no-untyped-def]
@@ -96,3 +99,39 @@ def test_enforce_eager_takes_no_cuda_graph_estimate() -> None:
     assert graphs.runner == eager.runner == "v1"
     assert graphs.cuda_graph_gib > 0 and eager.cuda_graph_gib == 0.0
     assert graphs.total_gib - eager.total_gib == pytest.approx(graphs.cuda_graph_gib)
+
+
+def test_the_cuda_graph_estimate_is_twice_the_split_buffer_plus_the_residual() -> None:
+    """0.26.0's profile_cudagraph_memory under FULL graphs: FlashAttention's 32-split fp32
+    buffer (heads/TP × the largest FULL size × (D_v + 1) × 4 bytes a split), held twice, plus
+    the measured residual. Held to the three estimates on record from the H200: 0.64 GiB
+    (Qwen3-30B-A3B, 32 heads × 128, sizes up to 512; the run the residual comes from), 1.64 GiB
+    (GLM-4.7-Flash, MLA: 20 heads × kv_lora_rank 512; the residual the source does not split
+    leaves 0.25 GiB) and 0.07 GiB (Qwen3.5-27B, DFlash k=7 at one sequence: FULL sizes stop at
+    8, so the buffer is small and the residual dominates)."""
+    residual = float(MEASURED["cuda_graph_residual_gib"]["value"])
+
+    def split(heads: int, size: int, d_v: int) -> float:
+        return 32 * heads * size * (d_v + 1) * 4 / GIB
+
+    moe = cuda_graph_estimate(_arch("qwen--qwen3-30b-a3b"), tp=1, seqs=1024, tokens=8192)
+    assert moe == pytest.approx(2 * split(32, 512, 128) + residual)
+    assert moe == pytest.approx(0.64, abs=0.005)
+    mla = cuda_graph_estimate(_arch("zai-org--glm-4.7-flash"), tp=1, seqs=1024, tokens=8192)
+    assert mla == pytest.approx(2 * split(20, 512, 512) + residual)  # kv_lora_rank, not 64
+    assert 1.64 - mla == pytest.approx(0.25, abs=0.01)
+    qwen35 = load_model_config(REPO / "params" / "models" / "qwen--qwen3.5-27b")
+    assert (qwen35.num_heads, qwen35.head_dim) == (24, 256)
+    one = cuda_graph_estimate(qwen35, tp=1, seqs=1, tokens=4096, k=7)
+    assert one == pytest.approx(2 * split(24, 8, 256) + residual)
+    assert abs(one - 0.07) < 0.08
+    # TP splits the heads; fewer sequences cap the largest FULL size (2·seqs, then seqs)
+    assert cuda_graph_estimate(_arch("qwen--qwen3-30b-a3b"), tp=4, seqs=1024, tokens=8192
+                               ) == pytest.approx(2 * split(8, 512, 128) + residual)
+    assert cuda_graph_estimate(_arch("qwen--qwen3-30b-a3b"), tp=1, seqs=100, tokens=8192
+                               ) == pytest.approx(2 * split(32, 100, 128) + residual)
+    assert cuda_graph_estimate(_arch("qwen--qwen3-30b-a3b"), tp=1, seqs=1024, tokens=256
+                               ) == pytest.approx(2 * split(32, 256, 128) + residual)
+    # speculation: sizes in steps of 1 + k, FULL ones up to seqs × (1 + k)
+    assert cuda_graph_estimate(_arch("qwen--qwen3-30b-a3b"), tp=1, seqs=10, tokens=8192, k=2
+                               ) == pytest.approx(2 * split(32, 30, 128) + residual)
