@@ -240,9 +240,10 @@ def cuda_graph_estimate(a: ModelArch, *, tp: int, seqs: int, tokens: int, k: int
     """The V1 runner's CUDA-graph estimate, GiB (0.26.0 ``profile_cudagraph_memory``): twice
     FlashAttention's split buffer at the largest FULL (uniform decode) size, plus the measured
     residual. Sizes come in steps of ``1 + k`` with ``k`` speculative tokens; the largest is
-    ``min(2·seqs·(1 + k), 512, tokens)``, and FULL sizes stop at ``seqs·(1 + k)``."""
+    ``min(2·seqs·(1 + k), 512, tokens)``, and FULL sizes stop at ``seqs·(1 + k)``, so the
+    largest FULL size is ``min(seqs·(1 + k), 512, tokens)`` in whole steps."""
     q = 1 + k
-    largest_full = min(2 * seqs * q, MAX_CAPTURE_SIZE, tokens, seqs * q) // q * q
+    largest_full = min(seqs * q, MAX_CAPTURE_SIZE, tokens) // q * q
     d_v = a.mla.kv_lora_rank if a.mla is not None else a.head_dim
     split = GRAPH_SPLITS * max(1, a.num_heads // tp) * largest_full * (d_v + 1) * 4
     return 2 * split / GIB + float(MEASURED["cuda_graph_residual_gib"]["value"])
