@@ -25,8 +25,10 @@ import fcntl
 import hashlib
 import io
 import json
+import math
 import os
 import shutil
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -48,8 +50,12 @@ PLATFORMS = gpu_lock.PLATFORMS
 PYTHON = gpu_lock.PYTHON
 normal = gpu_lock.normal
 sha256 = gpu_lock.sha256
-#: a part's size: the call's 64 MiB less the working tree (about 6 MiB) and a margin
+#: a part's size at most: the call's 64 MiB less the working tree and a margin
 PART_MIB = 50
+#: what one device call carries: the working tree and the paths it names
+CALL_MIB = 64
+#: left free beside the tree and the part (the part's manifest, files written meanwhile)
+MARGIN_MIB = 2
 
 #: vLLM's requirements a BF16 text model on an H200 serves without, and why (tried there:
 #: ../shared/notes/vllm-gpu.md). The engine needs VLLM_USE_FLASHINFER_SAMPLER=0 without
@@ -91,6 +97,27 @@ def download_locked(dest: Path, lock: Path = LOCK) -> list[Path]:
 
 
 # ----------------------------------------------------------------------- pack (here)
+
+def tree_bytes(repo: Path = REPO) -> int:
+    """What a device call sends of the working tree: tracked files and untracked ones git
+    does not ignore (as the device tool counts them), the files that exist."""
+    listed = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], check=True, capture_output=True).stdout
+    paths = {repo / name for name in listed.decode().split("\0") if name}
+    return sum(p.stat().st_size for p in paths if p.is_file() and not p.is_symlink())
+
+
+def part_mib_beside(tree: int) -> int:
+    """The largest part (MiB, at most :data:`PART_MIB`) that a call carries beside a tree of
+    ``tree`` bytes. Visit 7 found the tree grown to 14 MB: tree plus a 50 MiB part was over
+    the call's 64 MiB and the tool refused it."""
+    room = CALL_MIB - MARGIN_MIB - math.ceil(tree / 2**20)
+    if room < 8:
+        raise SystemExit(f"gpu_bundle: the working tree is {tree / 2**20:.1f} MiB: a device "
+                         f"call carries {CALL_MIB} MiB in all, which leaves no room for a "
+                         "part; move large untracked files out of the tree")
+    return min(PART_MIB, room)
+
 
 def pack(group: str, files: Iterable[tuple[Path, str]], part_mib: int = PART_MIB,
          out: Path = PARTS) -> list[Path]:

@@ -42,7 +42,7 @@ import sys
 import tarfile
 import time
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -250,17 +250,17 @@ def device_calls(parts: Sequence[Path], visit: str = "full") -> list[dict[str, A
 
 def stage(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
+    # each call carries the working tree beside one part: the parts leave room for it
+    tree = gpu_bundle.tree_bytes()
+    mib = gpu_bundle.part_mib_beside(tree)
+    log(f"working tree {tree / 2**20:.1f} MiB: parts of at most {mib} MiB")
+    stagers: dict[str, Callable[[], list[tuple[Path, str]]]] = {
+        "base": lambda: stage_base(args.python, args.force), "vllm": stage_vllm,
+        "openjet": lambda: stage_openjet(args.openjet), "smollm2": stage_smollm2,
+        "sglang": stage_sglang}
     parts: list[Path] = []
-    if "base" in args.groups:
-        parts += gpu_bundle.pack("base", stage_base(args.python, args.force))
-    if "vllm" in args.groups:
-        parts += gpu_bundle.pack("vllm", stage_vllm())
-    if "openjet" in args.groups:
-        parts += gpu_bundle.pack("openjet", stage_openjet(args.openjet))
-    if "smollm2" in args.groups:
-        parts += gpu_bundle.pack("smollm2", stage_smollm2())
-    if "sglang" in args.groups:
-        parts += gpu_bundle.pack("sglang", stage_sglang())
+    for group in (g for g in stagers if g in args.groups):
+        parts += gpu_bundle.pack(group, stagers[group](), part_mib=mib)
     log(f"staged in {time.perf_counter() - t0:.0f} s")
     print("device calls (the device tool's run, one after the other, no pause between):")
     for call in device_calls(parts, args.visit):

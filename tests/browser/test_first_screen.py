@@ -1,7 +1,7 @@
 """The report's first screen in a browser (issue 40): opened at 1,280 × 900 px, the headline
 table and the figure lie inside the first 900 px, every other section is folded, and with
 every section unfolded the page still fits its width, without console errors. Held for the
-kept H200 examples (their reports are docs/examples/) and the kit's small two-variant run."""
+kept GPU examples (their reports are docs/examples/) and the kit's small two-variant run."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ def _kept(folder: Path) -> Callable[[Path], Path]:
 
 RUNS = {"h200-vllm-short": _kept(DATA / "h200_vllm_run" / "h200-vllm-short"),
         "h200-llamacpp": _kept(DATA / "h200_run" / "h200-llamacpp"),
+        # five variants of three engines with the speculation-cost section
+        "h100-seed003": _kept(DATA / "h100_seed003" / "seed003-qwen38-27b-h200"),
         "two-variants": make_run}
 
 

@@ -84,3 +84,29 @@ def test_the_lock_pins_every_wheel_with_its_hash() -> None:
     # nothing the image has, nothing left out on purpose (unless added back on purpose)
     assert not names & gb.IMAGE_HAS
     assert names & set(gb.LEFT_OUT) == {"apache-tvm-ffi"}
+
+
+def test_a_part_leaves_room_for_the_working_tree_beside_it(tmp_path: Path) -> None:
+    """Visit 7: a 14 MB tree beside a 50 MiB part was over the call's 64 MiB and refused.
+    The part shrinks with the tree (what git would send: tracked and untracked-not-ignored
+    files, not ignored ones), and a tree that leaves no room stops staging, saying why."""
+    import subprocess
+
+    import pytest
+
+    gb = _tool()
+    assert gb.part_mib_beside(4 * 2**20) == gb.PART_MIB
+    assert gb.part_mib_beside(14_181_387) == 64 - 2 - 14
+    for tree in (0, 5 * 2**20, 14_181_387, 40 * 2**20):
+        assert tree + gb.part_mib_beside(tree) * 2**20 <= (gb.CALL_MIB - 1) * 2**20
+    with pytest.raises(SystemExit, match=r"working tree is 60\.0 MiB"):
+        gb.part_mib_beside(60 * 2**20)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / ".gitignore").write_text("big/\n")
+    (repo / "kept.txt").write_bytes(b"x" * 1000)
+    (repo / "big").mkdir()
+    (repo / "big" / "part").write_bytes(b"y" * 100_000)
+    subprocess.run(["git", "-C", str(repo), "add", ".gitignore"], check=True)
+    assert gb.tree_bytes(repo) == 1000 + len("big/\n")
