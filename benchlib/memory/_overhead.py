@@ -18,10 +18,12 @@ overhead, term by term"), not a constant fitted to logs:
   ``2·H·T + 2·N·V_pad`` bytes; the **V1** runner (other MoE models, hybrids, draft-model and
   n-gram speculation) samples with top-k, top-p and temperature in fp32,
   ``2·H·(T + 2N) + N·(2·V_pad + 12·V)``, or ``30·N·V`` for the rejection sampler when it
-  speculates, and keeps a Triton top-k buffer of ``SMs × V × 4``. Either peak is taken
+  speculates, and keeps a Triton top-k buffer of ``min(next_pow2(min(SMs, N)), SMs) × V × 4``
+  (``SMs × V × 4`` from 132 requests on an H100 or H200). Either peak is taken
   against the forward pass's largest live set ``F(T)`` (:func:`forward_transient`), plus the
   MoE kernel's workspace, kept once allocated (``2·T·top_k·(max(I, H) + max(2I, H))``), and
-  cuBLAS's workspace.
+  cuBLAS's workspace. An EAGLE-3 or DFlash drafter adds the target's hidden states it keeps,
+  ``n_aux·2·T·H``, to ``F(T)``.
 * The V1 runner's CUDA-graph estimate (:func:`cuda_graph_estimate`): per mode vLLM captures
   the two largest sizes and extrapolates; what dominates it is FlashAttention's fp32 split
   buffer under FULL graphs (32 splits × heads/TP × the largest FULL size × (D_v + 1) × 4
@@ -195,11 +197,15 @@ def overhead_model(a: ModelArch, *, tp: int, vllm_version: str, memory_gib: floa
                    max_num_seqs: int | None = None, max_model_len: int = 4096,
                    speculative: str | None = None,
                    draft: ModelArch | None = None, cuda_graphs: bool = True,
-                   num_speculative_tokens: int | None = None) -> Overhead:
+                   num_speculative_tokens: int | None = None,
+                   aux_hidden_states: int = 0) -> Overhead:
     """Activation peak, non-torch memory and CUDA-graph estimate for one GPU, vLLM's way
     (the module's docstring); ``speculative``: the recipe's method (``draft``, ``ngram``, …),
     ``draft``: the draft model's architecture (its forward runs in the profile too);
-    ``cuda_graphs``: False under ``--enforce-eager`` (nothing captured, no estimate taken)."""
+    ``cuda_graphs``: False under ``--enforce-eager`` (nothing captured, no estimate taken);
+    ``aux_hidden_states``: the target's hidden states an EAGLE-3 / DFlash drafter keeps
+    (:func:`benchlib.memory._draft.aux_hidden_states`), each ``[T, H]`` in bf16 beside the
+    target's largest live set."""
     era = vllm_era(vllm_version)
     big = era != "legacy" and _big_gpu(memory_gib, gpu)
     seqs = max_num_seqs or (1024 if big else 256)
@@ -213,6 +219,7 @@ def overhead_model(a: ModelArch, *, tp: int, vllm_version: str, memory_gib: floa
         return legacy_overhead(a, tp=tp, era=era, tokens=tokens, seqs=seqs)
     h, v, vpad = a.hidden_size, a.vocab_size, _padded_vocab(a.vocab_size)
     forward = forward_transient(a, tokens, tp, max_model_len=max_model_len, seqs=seqs)
+    forward += aux_hidden_states * 2 * tokens * h
     if draft is not None:
         forward = max(forward, forward_transient(draft, tokens, tp,
                                                  max_model_len=max_model_len, seqs=seqs))
@@ -222,7 +229,10 @@ def overhead_model(a: ModelArch, *, tp: int, vllm_version: str, memory_gib: floa
     else:
         fp32 = 30 * seqs * v if speculative else seqs * (2 * vpad + 12 * v)
         sampler = 2 * h * (tokens + 2 * seqs) + fp32
-        topk = (gpu.sm_count if gpu and gpu.sm_count else 132) * v * 4
+        # topk_topp_triton.py: one fp32 row of V per Triton program, min(SMs, N) programs,
+        # the buffer rounded up to a power of two and capped at the SMs
+        sms = gpu.sm_count if gpu and gpu.sm_count else 132
+        topk = min(1 << (min(sms, seqs) - 1).bit_length(), sms) * v * 4
     peak = CUBLAS_WORKSPACE + workspace + topk + max(forward, sampler)
     parts = {"forward": forward / GIB, "sampler": sampler / GIB,
              "moe_workspace": workspace / GIB, "topk_buffer": topk / GIB,

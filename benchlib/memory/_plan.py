@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from benchlib._exceptions import UsageError
 from benchlib.memory._arch import ModelArch
 from benchlib.memory._decode import DecodeFloor, decode_floor
-from benchlib.memory._draft import plan_draft
+from benchlib.memory._draft import aux_hidden_states, plan_draft
 from benchlib.memory._gpus import GPU, find_gpu
 from benchlib.memory._kv import (
     KVCapacity,
@@ -190,22 +190,28 @@ def plan(cfg: PlanConfig, arch: ModelArch | None = None) -> Plan:
                                      folder=cfg.draft_model, method=cfg.speculative, tp=tp,
                                      weight_dtype=weight_dtype, kv_cache_dtype=kv_dtype,
                                      block_size=cfg.block_size)
+    aux = (aux_hidden_states(cfg.draft_model, cfg.speculative, a.num_layers)
+           if cfg.draft_model is not None else 0)
     overhead = overhead_model(a, tp=tp, vllm_version=cfg.vllm_version, memory_gib=memory,
                               gpu=gpu, max_num_batched_tokens=cfg.max_num_batched_tokens,
                               max_num_seqs=cfg.max_num_seqs, max_model_len=max_len,
                               speculative=cfg.speculative, draft=draft,
                               cuda_graphs=cfg.cuda_graphs,
-                              num_speculative_tokens=cfg.num_speculative_tokens)
+                              num_speculative_tokens=cfg.num_speculative_tokens,
+                              aux_hidden_states=aux)
     if "block" in weights.scheme and "fp8" in weights.scheme:
         warnings.append("ready in: FP8 block-quantized weights make vLLM 0.26.0 warm up DeepGEMM "
                         "kernels after sizing the KV cache (Qwen3-32B-FP8 on an H200: more "
                         "than 3 minutes, 1,155 kernels); give the recipe's ready_timeout_s "
                         "600 s or more")
     if a.linear is not None and overhead.runner == "v1":
-        warnings.append("activation peak: the Gated-DeltaNet prefill's own buffers are not "
-                        "modelled (one live run, Qwen3.5-27B + DFlash on vLLM 0.26.0, H200: "
-                        "2.73 GiB against the plan's 0.59): the predicted KV budget may be "
-                        "about 2 GiB high; pass the engine's as --kv-budget-gib")
+        warnings.append(f"activation peak: the plan's {overhead.activation_gib:.2f} GiB is what "
+                        "vLLM 0.26.0's source accounts for (its profile skips the "
+                        "Gated-DeltaNet kernels); on this family's cold starts vLLM logged "
+                        "about 2.0 GiB more (Qwen3.5-27B on an H100 and an H200 alike: 2.50 "
+                        "GiB, 2.73 with DFlash), most likely its first torch.compile inside "
+                        "the profiling window: the predicted KV budget may be that much high; "
+                        "pass the engine's as --kv-budget-gib")
     # vLLM requests ceil(total × utilization) bytes (v1/worker/utils.py request_memory)
     usable = math.ceil(memory * GIB * cfg.utilization) / GIB if memory else None
     budget: float | None

@@ -83,6 +83,62 @@ def test_the_sampler_profile_per_runner() -> None:
         CUBLAS_WORKSPACE + 132 * v * 4 + spec.parts["sampler"] * GIB, rel=1e-3)
 
 
+@pytest.mark.parametrize("seqs,rows", [(1, 1), (3, 4), (64, 64), (100, 128), (132, 132),
+                                       (256, 132), (1024, 132)])
+def test_the_triton_top_k_buffer_has_a_row_per_program(seqs: int, rows: int) -> None:
+    """topk_topp_triton.py: min(SMs, N) programs, the buffer rounded up to a power of two and
+    capped at the SMs (132 on an H200): one request keeps one row, not 132 (Qwen3.5-27B on an
+    H100: the plan's 0.59 GiB held 0.12 GiB of rows the engine never allocates)."""
+    from benchlib.memory import find_gpu
+
+    a = _arch("meta-llama--llama-3.1-8b-instruct")
+    o = overhead_model(a, tp=1, vllm_version="0.26.0", memory_gib=139.8, gpu=find_gpu("H200"),
+                       max_num_seqs=seqs, speculative="ngram")
+    assert o.parts["topk_buffer"] == round(rows * a.vocab_size * 4 / GIB, 4)
+
+
+def test_an_eagle3_or_dflash_drafter_keeps_the_targets_hidden_states() -> None:
+    """Each hidden state the drafter reads is a new [T, H] bf16 tensor kept to the end of the
+    target's forward (interfaces.py _maybe_add_hidden_state), so it stands beside the
+    largest live set: n_aux·2·T·H more, on top of the target's, not of the drafter's."""
+    a = _arch("meta-llama--llama-3.1-8b-instruct")
+    kw = dict(tp=1, vllm_version="0.26.0", memory_gib=139.8, max_num_seqs=1,
+              max_model_len=4096, speculative="dflash")
+    plain = overhead_model(a, **kw)  # type: ignore[arg-type]
+    five = overhead_model(a, aux_hidden_states=5, **kw)  # type: ignore[arg-type]
+    tokens = plain.max_num_batched_tokens
+    assert tokens == 4096
+    assert (five.parts["forward"] - plain.parts["forward"]) * GIB == pytest.approx(
+        5 * 2 * tokens * a.hidden_size, abs=GIB * 1e-4)
+    assert five.activation_gib > plain.activation_gib
+
+
+def test_which_hidden_states_a_drafter_reads(tmp_path: Path) -> None:
+    """vLLM 0.26.0's order: eagle_aux_hidden_state_layer_ids, else DFlash's target_layer_ids
+    (each + 1), else eagle_config's, else the model's three defaults; a state taken after the
+    last layer stands beside no layer's MLP. Other methods keep none."""
+    import json
+
+    from benchlib.memory._draft import aux_hidden_states
+
+    def folder(name: str, config: dict[str, object]) -> Path:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(config))
+        return tmp_path / name
+
+    dflash = REPO / "params" / "models" / "z-lab--qwen3.5-27b-dflash"
+    assert aux_hidden_states(dflash, "dflash", 64) == 5
+    assert aux_hidden_states(dflash, "draft", 64) == 0
+    assert aux_hidden_states(folder("bare", {}), "eagle3", 32) == 3
+    assert aux_hidden_states(folder("ids", {"eagle_aux_hidden_state_layer_ids": [1, 8, 16, 31]}),
+                             "eagle3", 32) == 4
+    assert aux_hidden_states(folder("last", {"dflash_config": {"target_layer_ids": [1, 31]}}),
+                             "dflash", 32) == 1  # 31 + 1 is after the last layer
+    assert aux_hidden_states(folder("eagle", {"eagle_config": {
+        "eagle_aux_hidden_state_layer_ids": [2, 10]}}), "eagle3", 32) == 2
+    assert aux_hidden_states(folder("ngram", {}), "ngram", 32) == 0
+
+
 def test_small_gpus_profile_fewer_tokens_and_older_vllm_keeps_its_fitted_model() -> None:
     a = _arch("qwen--qwen3-8b")
     assert overhead_model(a, tp=1, vllm_version="0.26.0", memory_gib=44.0).max_num_seqs == 256

@@ -232,7 +232,7 @@ def test_speculative_tokens_count_only_when_speculating() -> None:
 def test_the_gated_deltanet_prefill_warning_is_for_the_v1_runner_only() -> None:
     folder = CORPUS / "qwen--qwen3.5-9b"
     v1 = _plan(folder, max_model_len=8192)
-    assert any(w.startswith("activation peak: the Gated-DeltaNet prefill") for w in v1.warnings)
+    assert any(w.startswith("activation peak:") and "Gated-DeltaNet" in w for w in v1.warnings)
     legacy = _plan(folder, max_model_len=8192, vllm_version="0.12")
     assert not any("Gated-DeltaNet" in w for w in legacy.warnings)
 
