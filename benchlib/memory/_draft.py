@@ -84,20 +84,24 @@ def _extra_params(raw: dict[str, Any], draft: ModelArch, target: ModelArch, meth
 def aux_hidden_states(folder: Path, method: str | None, target_layers: int) -> int:
     """How many of the target's hidden states an EAGLE-3 or DFlash drafter keeps through the
     target's forward pass (0.26.0 ``gpu_model_runner._get_eagle3_aux_layers_from_config``):
-    the draft config's ``eagle_aux_hidden_state_layer_ids``, else DFlash's
-    ``target_layer_ids`` (each + 1), else ``eagle_config``'s ids, else the model's default
-    three (``(2, L // 2, L - 3)``). Each is a new ``[T, H]`` tensor
-    (``EagleModelMixin._maybe_add_hidden_state``) live from its layer to the forward's end, so
-    those taken before the last layer all stand beside its MLP in the profile run."""
+    the draft config's ``eagle_aux_hidden_state_layer_ids``, else a non-empty
+    ``eagle_config``'s ids, else DFlash's ``target_layer_ids`` (each + 1), else the model's
+    default three (``(2, L // 2, L - 3)``); none for an EAGLE-3 head whose ``eagle_config``
+    says ``use_aux_hidden_state: false`` (``llm_base_proposer.py``). Each is a new ``[T, H]``
+    tensor (``EagleModelMixin._maybe_add_hidden_state``) live from its layer to the forward's
+    end, so those taken before the last layer all stand beside its MLP in the profile run."""
     if method not in ("eagle3", "dflash"):
         return 0
     raw = _raw(folder)
+    dflash, eagle = raw.get("dflash_config"), raw.get("eagle_config")
+    if method == "eagle3" and isinstance(eagle, dict) and \
+            eagle.get("use_aux_hidden_state", True) is False:
+        return 0
     ids = raw.get("eagle_aux_hidden_state_layer_ids")
     if not ids:
-        dflash, eagle = raw.get("dflash_config"), raw.get("eagle_config")
-        if isinstance(dflash, dict):
+        if dflash and isinstance(dflash, dict):
             ids = [i + 1 for i in dflash.get("target_layer_ids") or [] if isinstance(i, int)]
-        if isinstance(eagle, dict):
+        if eagle and isinstance(eagle, dict):
             ids = eagle.get("eagle_aux_hidden_state_layer_ids")
     if not ids or not isinstance(ids, (list, tuple)):
         ids = [2, target_layers // 2, target_layers - 3]

@@ -19,7 +19,8 @@ overhead, term by term"), not a constant fitted to logs:
   n-gram speculation) samples with top-k, top-p and temperature in fp32,
   ``2·H·(T + 2N) + N·(2·V_pad + 12·V)``, or ``30·N·V`` for the rejection sampler when it
   speculates, and keeps a Triton top-k buffer of ``min(next_pow2(min(SMs, N)), SMs) × V × 4``
-  (``SMs × V × 4`` from 132 requests on an H100 or H200). Either peak is taken
+  (``SMs × V × 4`` from 129 requests on an H100 or H200; none below 8, sorted by PyTorch).
+  Either peak is taken
   against the forward pass's largest live set ``F(T)`` (:func:`forward_transient`), plus the
   MoE kernel's workspace, kept once allocated (``2·T·top_k·(max(I, H) + max(2I, H))``), and
   cuBLAS's workspace. An EAGLE-3 or DFlash drafter adds the target's hidden states it keeps,
@@ -229,10 +230,12 @@ def overhead_model(a: ModelArch, *, tp: int, vllm_version: str, memory_gib: floa
     else:
         fp32 = 30 * seqs * v if speculative else seqs * (2 * vpad + 12 * v)
         sampler = 2 * h * (tokens + 2 * seqs) + fp32
-        # topk_topp_triton.py: one fp32 row of V per Triton program, min(SMs, N) programs,
-        # the buffer rounded up to a power of two and capped at the SMs
+        # topk_topp_sampler.py: below 8 rows a PyTorch sort, no buffer; topk_topp_triton.py:
+        # one fp32 row of V per Triton program, min(SMs, N) programs, the buffer rounded up
+        # to a power of two and capped at the SMs
         sms = gpu.sm_count if gpu and gpu.sm_count else 132
-        topk = min(1 << (min(sms, seqs) - 1).bit_length(), sms) * v * 4
+        rows = 0 if seqs < 8 else min(1 << (min(sms, seqs) - 1).bit_length(), sms)
+        topk = rows * v * 4
     peak = CUBLAS_WORKSPACE + workspace + topk + max(forward, sampler)
     parts = {"forward": forward / GIB, "sampler": sampler / GIB,
              "moe_workspace": workspace / GIB, "topk_buffer": topk / GIB,

@@ -208,10 +208,10 @@ def plan(cfg: PlanConfig, arch: ModelArch | None = None) -> Plan:
         warnings.append(f"activation peak: the plan's {overhead.activation_gib:.2f} GiB is what "
                         "vLLM 0.26.0's source accounts for (its profile skips the "
                         "Gated-DeltaNet kernels); on this family's cold starts vLLM logged "
-                        "about 2.0 GiB more (Qwen3.5-27B on an H100 and an H200 alike: 2.50 "
-                        "GiB, 2.73 with DFlash), most likely its first torch.compile inside "
-                        "the profiling window: the predicted KV budget may be that much high; "
-                        "pass the engine's as --kv-budget-gib")
+                        "about 2.0 GiB more (Qwen3.5-27B: 2.50 GiB on an H100, 2.73 with "
+                        "DFlash on an H100 and an H200), most likely its first torch.compile "
+                        "inside the profiling window: the predicted KV budget may be that "
+                        "much high; pass the engine's as --kv-budget-gib")
     # vLLM requests ceil(total × utilization) bytes (v1/worker/utils.py request_memory)
     usable = math.ceil(memory * GIB * cfg.utilization) / GIB if memory else None
     budget: float | None

@@ -83,12 +83,13 @@ def test_the_sampler_profile_per_runner() -> None:
         CUBLAS_WORKSPACE + 132 * v * 4 + spec.parts["sampler"] * GIB, rel=1e-3)
 
 
-@pytest.mark.parametrize("seqs,rows", [(1, 1), (3, 4), (64, 64), (100, 128), (132, 132),
-                                       (256, 132), (1024, 132)])
+@pytest.mark.parametrize("seqs,rows", [(1, 0), (7, 0), (8, 8), (64, 64), (100, 128),
+                                       (128, 128), (129, 132), (256, 132), (1024, 132)])
 def test_the_triton_top_k_buffer_has_a_row_per_program(seqs: int, rows: int) -> None:
-    """topk_topp_triton.py: min(SMs, N) programs, the buffer rounded up to a power of two and
-    capped at the SMs (132 on an H200): one request keeps one row, not 132 (Qwen3.5-27B on an
-    H100: the plan's 0.59 GiB held 0.12 GiB of rows the engine never allocates)."""
+    """topk_topp_sampler.py sorts fewer than 8 rows with PyTorch (no buffer);
+    topk_topp_triton.py runs min(SMs, N) programs, the buffer rounded up to a power of two
+    and capped at the SMs (132 on an H200). One request keeps no row, not 132 (Qwen3.5-27B on
+    an H100: the plan's 0.59 GiB held 0.12 GiB the engine never allocates)."""
     from benchlib.memory import find_gpu
 
     a = _arch("meta-llama--llama-3.1-8b-instruct")
@@ -114,9 +115,10 @@ def test_an_eagle3_or_dflash_drafter_keeps_the_targets_hidden_states() -> None:
 
 
 def test_which_hidden_states_a_drafter_reads(tmp_path: Path) -> None:
-    """vLLM 0.26.0's order: eagle_aux_hidden_state_layer_ids, else DFlash's target_layer_ids
-    (each + 1), else eagle_config's, else the model's three defaults; a state taken after the
-    last layer stands beside no layer's MLP. Other methods keep none."""
+    """vLLM 0.26.0's order: eagle_aux_hidden_state_layer_ids, else a non-empty eagle_config's
+    ids, else DFlash's target_layer_ids (each + 1), else the model's three defaults; an
+    EAGLE-3 head that says use_aux_hidden_state: false keeps none; a state taken after the last
+    layer stands beside no layer's MLP. Other methods keep none."""
     import json
 
     from benchlib.memory._draft import aux_hidden_states
@@ -137,6 +139,11 @@ def test_which_hidden_states_a_drafter_reads(tmp_path: Path) -> None:
     assert aux_hidden_states(folder("eagle", {"eagle_config": {
         "eagle_aux_hidden_state_layer_ids": [2, 10]}}), "eagle3", 32) == 2
     assert aux_hidden_states(folder("ngram", {}), "ngram", 32) == 0
+    assert aux_hidden_states(folder("eagle1-like", {"eagle_config": {
+        "use_aux_hidden_state": False}}), "eagle3", 32) == 0
+    # an empty eagle_config is no config (vLLM's truth test): DFlash's ids stand
+    assert aux_hidden_states(folder("empty", {"eagle_config": {}, "dflash_config": {
+        "target_layer_ids": [1, 8]}}), "dflash", 32) == 2
 
 
 def test_small_gpus_profile_fewer_tokens_and_older_vllm_keeps_its_fitted_model() -> None:

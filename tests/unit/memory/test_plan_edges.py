@@ -58,8 +58,8 @@ def test_the_warnings_word_for_word() -> None:
     gdn = _plan(CORPUS / "qwen--qwen3.5-9b")
     assert (f"activation peak: the plan's {gdn.overhead.activation_gib:.2f} GiB is what vLLM "
             "0.26.0's source accounts for (its profile skips the Gated-DeltaNet kernels); on "
-            "this family's cold starts vLLM logged about 2.0 GiB more (Qwen3.5-27B on an H100 "
-            "and an H200 alike: 2.50 GiB, 2.73 with DFlash), most likely its first "
+            "this family's cold starts vLLM logged about 2.0 GiB more (Qwen3.5-27B: 2.50 GiB on "
+            "an H100, 2.73 with DFlash on an H100 and an H200), most likely its first "
             "torch.compile inside the profiling window: the predicted KV budget may be that "
             "much high; pass the engine's as --kv-budget-gib") in gdn.warnings
 
