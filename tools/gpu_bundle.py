@@ -115,7 +115,7 @@ def tree_bytes(repo: Path = REPO) -> int:
     paths = {repo / os.fsdecode(name) for name in listed.split(b"\0") if name}
     shared = repo / "shared"
     if shared.is_dir():
-        paths |= {p for p in shared.rglob("*")}
+        paths |= set(shared.rglob("*"))
     return sum(carried_bytes(p.stat().st_size) for p in paths
                if p.is_file() and not p.is_symlink())
 

@@ -19,7 +19,7 @@ import pytest
 
 from benchlib.memory import PlanConfig, plan
 from benchlib.pipeline.steps._spec_cost import decode_rates, spec_cost_rows
-from benchlib.recipe import load_recipe
+from benchlib.recipe import Recipe
 from benchlib.runs import STEP_LAUNCH, STEP_MEASURE, RunFolder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,12 +34,10 @@ def _json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _recipe_as_run(tmp_path: Path) -> Path:
+def _recipe_as_run() -> Recipe:
     """The recipe the run recorded (recipe.json: the H200 recipe relabelled for the H100),
-    written back as a file for the functions that take one."""
-    path = tmp_path / "003-as-run.yaml"
-    path.write_text(json.dumps(_json(RUN / "recipe.json")), encoding="utf-8")
-    return path
+    validated as the report reads it."""
+    return Recipe.model_validate(_json(RUN / "recipe.json"))
 
 
 def test_every_variant_and_the_comparison_finished_on_an_h100() -> None:
@@ -102,10 +100,10 @@ def test_llamacpp_served_the_gguf_open_jet_served() -> None:
     assert commands["llamacpp"] is not None and "-ngl 99" in commands["llamacpp"].command
 
 
-def test_what_a_verify_step_costs_on_each_engine(tmp_path: Path) -> None:
+def test_what_a_verify_step_costs_on_each_engine() -> None:
     """Neither drafter is trained, so each speculative step is the verify step itself:
     dearer than its engine's plain step by r, and speculation pays above r tokens a step."""
-    rows = spec_cost_rows(load_recipe(_recipe_as_run(tmp_path)), RUN)
+    rows = spec_cost_rows(_recipe_as_run(), RUN)
     assert {(c.variant, c.scenario) for c in rows} == {(v, s) for v in PAIRS for s in SCENARIOS}
     for c in rows:
         baseline, k = PAIRS[c.variant]
@@ -124,8 +122,8 @@ def test_what_a_verify_step_costs_on_each_engine(tmp_path: Path) -> None:
         (c.variant, c.scenario): round(c.cost_ratio, 6) for c in rows}
 
 
-def test_the_seeds_decode_rate_and_its_figures_beside_ours(tmp_path: Path) -> None:
-    rates = decode_rates(load_recipe(_recipe_as_run(tmp_path)), RUN)
+def test_the_seeds_decode_rate_and_its_figures_beside_ours() -> None:
+    rates = decode_rates(_recipe_as_run(), RUN)
     for scenario in SCENARIOS:
         for variant, (baseline, _) in PAIRS.items():
             assert rates[(baseline, scenario, 1)] > rates[(variant, scenario, 1)]
