@@ -31,6 +31,15 @@ one, or ``/dev/nvidia0`` exists), else ``cpu``. A CUDA build needs the driver's 
 to even start, and takes far longer on a small machine, so nvcc alone (a CUDA toolkit in a
 CPU-only container) does not choose it; ``--backend cuda`` forces it.
 
+Building for a GPU machine here (``--cuda-libs``, issue 34: the build leaves the GPU's clock):
+a toolkit with nvcc but without cuBLAS or the driver (this machine's) takes cuBLAS's headers
+and libraries from a folder (pip's ``nvidia-cublas`` and ``nvidia-cuda-runtime`` wheels of
+the GPU image's CUDA release, unpacked: their ``nvidia/cu13``), and links against a stub
+``libcuda.so.1`` made of exactly the driver functions the compiled ``ggml-cuda`` calls (read
+with ``nm`` after it is compiled, so no list is kept by hand). The binary looks for its CUDA
+libraries in ``$ORIGIN/../lib`` first: the GPU machine's job links its own cuBLAS there
+when its loader does not find them, and runs ``--version`` before any use.
+
 cmake and ninja: the system's when on PATH, else ``pip install cmake ninja`` into a small
 build venv inside the work folder.
 """
@@ -143,6 +152,44 @@ def version_line(exe: Path) -> str:
     return (done.stdout + done.stderr).strip()
 
 
+def driver_stub(build: Path, cmake: str, env: dict[str, str], jobs: int, stub: Path) -> list[str]:
+    """Compile ``ggml-cuda``, then write ``stub`` (``libcuda.so`` with soname
+    ``libcuda.so.1``): an empty function for each driver call (``cuXxx``) the library leaves
+    undefined. The executable links against it and loads the real driver there."""
+    subprocess.run([cmake, "--build", str(build), "--target", "ggml-cuda", "-j", str(jobs)],
+                   check=True, env=env)
+    libs = sorted(build.rglob("libggml-cuda.a"))
+    if not libs:
+        raise SystemExit(f"build_llamacpp: no libggml-cuda.a under {build}")
+    listed = subprocess.run(["nm", "-u", "--format=posix", str(libs[0])], capture_output=True,
+                            text=True, check=True).stdout
+    names = sorted({ln.split()[0] for ln in listed.splitlines()
+                    if ln.split() and ln.split()[0][:2] == "cu" and ln.split()[0][2:3].isupper()})
+    if not names:
+        raise SystemExit("build_llamacpp: ggml-cuda calls no driver function: nothing to stub")
+    source = stub.with_suffix(".c")
+    source.write_text("".join(f"void {n}(void) {{}}\n" for n in names))
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(stub),
+                    str(source)], check=True)
+    log(f"driver stub: {len(names)} functions ({', '.join(names[:4])} …) in {stub}")
+    return names
+
+
+def cuda_lib_flags(libs: Path, stub: Path) -> list[str]:
+    """CMake's cuBLAS, its headers and the driver taken from ``libs`` (``include/``,
+    ``lib/``) and ``stub``, and ``$ORIGIN/../lib`` searched first at run time."""
+    lib = libs / "lib"
+    for name in ("libcublas.so.13", "libcublasLt.so.13"):
+        if not (lib / name).is_file():
+            raise SystemExit(f"build_llamacpp: --cuda-libs {libs} has no lib/{name}")
+    include = f"-I{libs / 'include'}"
+    return [f"-DCUDA_cublas_LIBRARY={lib / 'libcublas.so.13'}",
+            f"-DCUDA_cublasLt_LIBRARY={lib / 'libcublasLt.so.13'}",
+            f"-DCUDA_cuda_driver_LIBRARY={stub}", f"-DCMAKE_CUDA_FLAGS={include}",
+            f"-DCMAKE_CXX_FLAGS={include}", "-DCMAKE_SKIP_BUILD_RPATH=ON",
+            "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath,$ORIGIN/../lib"]
+
+
 def nvcc_release(nvcc: str) -> str | None:
     """The CUDA toolkit the engine is built with (its runtime): ``nvcc --version``'s release
     line, e.g. ``Cuda compilation tools, release 13.0, V13.0.88``."""
@@ -197,6 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--also", action="append", default=[], metavar="TARGET",
                    help="another llama.cpp program to build beside llama-server, into bin/ "
                         "(e.g. llama-quantize); repeat for several")
+    p.add_argument("--cuda-libs", type=Path,
+                   help="build for a GPU machine on one without cuBLAS or a driver: cuBLAS "
+                        "from this folder (include/, lib/: pip's nvidia/cu13), the driver "
+                        "stubbed (see the module's docstring)")
     p.add_argument("--converter-only", action="store_true",
                    help="only fetch the tree and install the GGUF converter (its work folder "
                         "is kept, and a later full build compiles from it)")
@@ -220,6 +271,10 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("build_llamacpp: --backend cuda needs nvcc on PATH")
         env["CUDACXX"] = nvcc
         flags += ["-DGGML_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={args.cuda_arch}"]
+    stub = work / "stub" / "libcuda.so"
+    if backend == "cuda" and args.cuda_libs is not None:
+        stub.parent.mkdir(parents=True, exist_ok=True)
+        flags += cuda_lib_flags(args.cuda_libs.resolve(), stub)
     log(f"llama.cpp {commit[:9]} (build {build_number}) from llama-cpp-python "
         f"{args.version}, backend {backend}, {args.jobs} jobs")
     cmake, ninja = build_tools(work)
@@ -229,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
                     f"-DCMAKE_MAKE_PROGRAM={ninja}", *flags], check=True, env=env)
     seconds["configure"] = round(time.monotonic() - t0, 1)
     t0 = time.monotonic()
+    stubbed: list[str] = []
+    if backend == "cuda" and args.cuda_libs is not None:
+        stubbed = driver_stub(build, cmake, env, args.jobs, stub)
     targets = ["llama-server", *args.also]
     subprocess.run([cmake, "--build", str(build), "--target", *targets, "-j",
                     str(args.jobs)], check=True, env=env)
@@ -245,8 +303,13 @@ def main(argv: list[str] | None = None) -> int:
         "cmake_flags": flags, "targets": targets, "jobs": args.jobs,
         "machine": platform.machine(),
         "nvcc": nvcc_release(env["CUDACXX"]) if backend == "cuda" else None,
-        "seconds": seconds, "version_output": version_line(exe),
+        "seconds": seconds,
+        "version_output": (version_line(exe) if not stubbed else
+                           "not run: built without a GPU (--cuda-libs); the GPU machine's "
+                           "job runs it before use"),
     }
+    if stubbed:
+        record["cuda_libs"] = {"driver_stub": stubbed, "rpath": "$ORIGIN/../lib"}
     (out / "BUILD.json").write_text(json.dumps(record, indent=2) + "\n")
     if not args.keep_work:
         shutil.rmtree(work)

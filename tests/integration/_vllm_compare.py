@@ -8,11 +8,14 @@ triangle inequality can make it pass):
 
 * ours sits on our server's wire, computed with vLLM's definition (``WIRE_ABS_MS`` +
   ``WIRE_REL`` of the truth);
-* vLLM's sits on its server's wire, never earlier than it by more than ``WIRE_ABS_MS`` and
-  late by at most its metric's ``LATE`` bound: vLLM's clock starts before it takes a pooled
-  connection and its event loop reads late. Measured at concurrency 4 on two cores shared
-  with other work: TTFT and E2EL +1.6 ms on the median, up to +7.6 ms on a p90 (so 12 ms);
-  TPOT and ITL are differences of two late stamps, within 0.2 ms (so 2 ms);
+* vLLM's sits on its server's wire, late by at most its metric's ``LATE`` bound: vLLM's
+  clock starts before it takes a pooled connection and its event loop reads late. Measured
+  at concurrency 4 on two cores shared with other work: TTFT and E2EL +1.6 ms on the median,
+  up to +7.6 ms on a p90 (so 12 ms); those are stamps taken after the wire's, never earlier
+  than it by more than ``WIRE_ABS_MS``. TPOT and ITL are differences of two late stamps, so
+  they err either way: an ITL whose first stamp was read late and whose second was not comes
+  out short (CI, 2026-12-06: vLLM's p90 ITL 0.53 ms under its wire). Within 0.2 ms on the
+  median, so 2 ms either side;
 * the two tools' errors (each value minus its own server's wire) agree within the same bound:
   vLLM's lateness and no more. The two servers' wires may differ (one run on a busier CPU),
   which is why errors are compared, not values; no term of this bound comes from the values
@@ -28,12 +31,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["LATE", "WIRE_ABS_MS", "WIRE_REL", "disagreements"]
+__all__ = ["DIFFERENCES", "LATE", "WIRE_ABS_MS", "WIRE_REL", "disagreements"]
 
 WIRE_ABS_MS, WIRE_REL = 0.5, 0.03
 #: per metric: (ms, share of the value) vLLM's figure may lie after its wire and from ours
 LATE: dict[str, tuple[float, float]] = {"ttft": (12.0, 0.10), "e2el": (12.0, 0.10),
                                         "tpot": (2.0, 0.10), "itl": (2.0, 0.10)}
+
+
+#: the metrics that are differences of two of vLLM's stamps: their error has either sign
+DIFFERENCES = frozenset({"tpot", "itl"})
+
+
+def _early_bound(key: str, value: float) -> float:
+    """How far under its wire vLLM's figure may lie: ``WIRE_ABS_MS`` for a stamp after the
+    request's start, its late bound for a difference of two stamps."""
+    return _late_bound(key, value) if key.split("_")[1] in DIFFERENCES else WIRE_ABS_MS
 
 
 def _late_bound(key: str, value: float) -> float:
@@ -53,7 +66,7 @@ def disagreements(ours: Mapping[str, float], ref: Mapping[str, float],
         if abs(mine - truth) > WIRE_ABS_MS + WIRE_REL * abs(truth):
             out.append(f"{key}: ours {mine:.3f} off our wire {truth:.3f}")
         late = theirs - their_truth
-        if late < -WIRE_ABS_MS or late > _late_bound(key, their_truth):
+        if late < -_early_bound(key, their_truth) or late > _late_bound(key, their_truth):
             out.append(f"{key}: vLLM's {theirs:.3f} off its wire {their_truth:.3f}")
         if abs((mine - truth) - late) > _late_bound(key, their_truth):
             out.append(f"{key}: ours {mine:.3f} against vLLM's {theirs:.3f} (wires {truth:.3f} "

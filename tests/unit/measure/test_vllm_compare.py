@@ -39,3 +39,17 @@ def test_two_wires_apart_compare_errors_not_values() -> None:
     ref = {k: REF[k] + 10.0 for k in REF}
     assert disagreements(OURS, ref, WIRE, slow) == []
     assert disagreements({**OURS, "median_e2el_ms": 54.73 + 20.0}, ref, WIRE, slow)
+
+
+def test_a_difference_of_two_stamps_may_lie_under_its_wire_a_stamp_may_not() -> None:
+    """CI's run (2026-12-06): vLLM's p90 ITL 29.396 ms against its wire's 29.922 (its first
+    stamp read late, the second not); an ITL or TPOT errs either way, within its late bound.
+    A TTFT is a stamp after the request's start: under its wire by 1 ms is a wrong figure."""
+    wire = {"p90_itl_ms": 29.922, "median_ttft_ms": 1.257}
+    ours = {"p90_itl_ms": 30.134, "median_ttft_ms": 1.26}
+    assert disagreements(ours, {"p90_itl_ms": 29.396, "median_ttft_ms": 4.106}, wire, wire) == []
+    early_ttft = disagreements(ours, {"p90_itl_ms": 29.9, "median_ttft_ms": 0.257}, wire, wire)
+    assert early_ttft == ["median_ttft_ms: vLLM's 0.257 off its wire 1.257"]
+    far_itl = disagreements(ours, {"p90_itl_ms": 29.922 - 6.0, "median_ttft_ms": 4.1}, wire,
+                            wire)
+    assert any(f.startswith("p90_itl_ms: vLLM's") for f in far_itl), far_itl
