@@ -50,6 +50,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -153,20 +154,27 @@ def version_line(exe: Path) -> str:
 
 
 def driver_stub(build: Path, cmake: str, env: dict[str, str], jobs: int, stub: Path) -> list[str]:
-    """Compile ``ggml-cuda``, then write ``stub`` (``libcuda.so`` with soname
-    ``libcuda.so.1``): an empty function for each driver call (``cuXxx``) the library leaves
-    undefined. The executable links against it and loads the real driver there."""
+    """Compile ``ggml-cuda``, then write ``stub`` from it (:func:`stub_from_archive`)."""
     subprocess.run([cmake, "--build", str(build), "--target", "ggml-cuda", "-j", str(jobs)],
                    check=True, env=env)
     libs = sorted(build.rglob("libggml-cuda.a"))
     if not libs:
         raise SystemExit(f"build_llamacpp: no libggml-cuda.a under {build}")
-    listed = subprocess.run(["nm", "-u", "--format=posix", str(libs[0])], capture_output=True,
-                            text=True, check=True).stdout
-    names = sorted({ln.split()[0] for ln in listed.splitlines()
-                    if ln.split() and ln.split()[0][:2] == "cu" and ln.split()[0][2:3].isupper()})
+    return stub_from_archive(libs[0], stub)
+
+
+def stub_from_archive(archive: Path, stub: Path) -> list[str]:
+    """Write ``stub`` (``libcuda.so`` with soname ``libcuda.so.1``): an empty function for
+    each driver call (``cuXxx``; not ``cudaXxx``, the runtime's, nor ``cublasXxx``) that
+    ``archive`` leaves undefined. The executable links against it and loads the real driver
+    where it runs. Returns the names."""
+    listed = subprocess.run(["nm", "-u", "--format=posix", str(archive)],
+                            capture_output=True, text=True, check=True).stdout
+    names = sorted({f[0] for f in (ln.split() for ln in listed.splitlines())
+                    if f and re.fullmatch(r"cu[A-Z]\w*", f[0])})
     if not names:
-        raise SystemExit("build_llamacpp: ggml-cuda calls no driver function: nothing to stub")
+        raise SystemExit(f"build_llamacpp: {archive.name} calls no driver function: nothing "
+                         "to stub")
     source = stub.with_suffix(".c")
     source.write_text("".join(f"void {n}(void) {{}}\n" for n in names))
     subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(stub),

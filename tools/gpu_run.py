@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import gpu_bundle
+import gpu_llamacpp
 import sglang_bundle
 
 REPO = Path(__file__).resolve().parents[1]
@@ -257,7 +258,13 @@ def stage(args: argparse.Namespace) -> int:
     stagers: dict[str, Callable[[], list[tuple[Path, str]]]] = {
         "base": lambda: stage_base(args.python, args.force), "vllm": stage_vllm,
         "openjet": lambda: stage_openjet(args.openjet), "smollm2": stage_smollm2,
-        "sglang": stage_sglang}
+        "sglang": stage_sglang,
+        "llamacpp": lambda: gpu_llamacpp.stage_files(args.llamacpp_build)}
+    needed = sorted({n[6:] for j in JOBS if j.name in VISITS[args.visit] for n in j.needs
+                     if n.startswith("group:")} - set(args.groups))
+    if needed:  # a job would wait for a group no call carries, and the visit with it
+        raise SystemExit(f"gpu_run: visit {args.visit} needs the groups {', '.join(needed)}: "
+                         f"add them to --groups")
     parts: list[Path] = []
     for group in (g for g in stagers if g in args.groups):
         parts += gpu_bundle.pack(group, stagers[group](), part_mib=mib)
@@ -357,8 +364,20 @@ def job_llamacpp_source() -> None:
 
 
 def job_llamacpp() -> None:
-    """llama-server and llama-quantize with CUDA for sm_90 (about 4 minutes on 12 cores)."""
+    """llama-server and llama-quantize with CUDA for sm_90 (about 4 minutes on 12 cores),
+    unless the build carried from here was installed and answered (``llamacpp-carried``)."""
+    if state("llamacpp-carried") == "ok":
+        log("llamacpp: the carried build serves (llamacpp-carried); nothing to build")
+        return
     _llamacpp_build(jobs=12)
+
+
+def job_llamacpp_carried() -> None:
+    """The ``llamacpp`` group (built here for sm_90, :mod:`gpu_llamacpp`) where the recipes
+    name it, its CUDA libraries found, ``--version`` run on the GPU."""
+    record = gpu_llamacpp.install(GROUPS / "llamacpp", LLAMACPP)
+    log(f"llamacpp-carried: {record['version_output'].splitlines()[-1]}; linked "
+        f"{', '.join(record['linked']) or 'nothing'}")
 
 
 def job_target() -> None:
@@ -432,7 +451,8 @@ def job_smollm2() -> None:
           "--llamacpp", LLAMACPP])
 
 
-def _bench(recipe: str, job: str, yields_when: Sequence[str] = ()) -> None:
+def _bench(recipe: str, job: str, yields_when: Sequence[str] = (),
+           variants: Sequence[str] = ()) -> None:
     """``benchlib run`` of ``recipe``; the run folder packed into the outbox either way.
 
     ``yields_when``: once every job named there has succeeded, the run is stopped (SIGTERM:
@@ -440,7 +460,8 @@ def _bench(recipe: str, job: str, yields_when: Sequence[str] = ()) -> None:
     boundary, so a GPU job that waits for them gets the GPU; a later job of the same recipe
     resumes the folder (``benchlib run`` resumes an unfinished run of an unchanged recipe)."""
     OUTBOX.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([str(VENV / "bin" / "benchlib"), "run", recipe], cwd=REPO,
+    only = ["--variants", ",".join(variants)] if variants else []
+    proc = subprocess.Popen([str(VENV / "bin" / "benchlib"), "run", recipe, *only], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     (JOBS_DIR / f"{job}.child").write_text(str(proc.pid))
@@ -518,7 +539,10 @@ class Job:
 JOBS: tuple[Job, ...] = (
     Job("venv", needs=("group:base",)),
     Job("llamacpp-source", needs=("group:base",)),
-    Job("llamacpp", needs=("llamacpp-source",)),
+    # llama.cpp's CUDA build carried from here when a visit stages it (group llamacpp),
+    # checked there; the build there runs only when that one failed or was not carried
+    Job("llamacpp-carried", needs=("group:llamacpp", "llamacpp-source")),
+    Job("llamacpp", needs=("llamacpp-source",), after=("llamacpp-carried",)),
     Job("target", needs=("group:base",), gpu=True),
     Job("draft", needs=("target",)),
     Job("gguf", needs=("draft", "llamacpp-source")),
@@ -553,6 +577,9 @@ JOBS: tuple[Job, ...] = (
     # llama.cpp builds beside them (its variants come last)
     Job("smollm2", needs=("group:smollm2", "venv", "llamacpp-source")),
     Job("smollm2-run", needs=("venv", "vllm-env", "smollm2", "group:vllm"), gpu=True),
+    # its llama.cpp half alone (`benchlib run --variants`), for a visit too short for vLLM's
+    # bundle; a later smollm2 visit runs the whole recipe
+    Job("smollm2-llamacpp", needs=("venv", "smollm2", "llamacpp"), gpu=True),
     # seed 001 moved to one H200 (issue 36): SGLang 0.5.15's bundle installed and its parser
     # asked before the run; the run waits for every part (a call copies the tree as it starts)
     Job("sglang-env", needs=("group:sglang",)),
@@ -565,32 +592,40 @@ RUNS = {"memory-first": "params/h200-memory.yaml", "compare": "params/h200-vllm-
         "seed000-x8": "params/seeds/000-glm-kimi-8xh200.yaml",
         "seed000-x8-dense-mla": "params/seeds/000-glm-kimi-8xh200-dense-mla.yaml",
         "seed003": "params/seeds/003-qwen38-27b-h200.yaml",
-        "smollm2-run": "params/h200-smollm2.yaml", "seed001": SEED001}
+        "smollm2-run": "params/h200-smollm2.yaml", "seed001": SEED001,
+        "smollm2-llamacpp": "params/h200-smollm2.yaml"}
+#: the run jobs that run some of their recipe's variants only (``benchlib run --variants``)
+RUN_VARIANTS = {"smollm2-llamacpp": ("llamacpp-draft", "llamacpp-nospec")}
 #: the jobs each kind of visit runs: ``full`` (about 25 minutes of device time: llama.cpp's
 #: CUDA build, the models, the comparison, six start-only shapes) or ``vllm-short`` (a few
 #: minutes: vLLM's bundle, the kit, one eager run of vLLM on config-only weights);
 #: ``seed000-x8`` and ``seed000-x8-dense-mla`` need the nvidia-h200-x8 kind (eight GPUs, TP 8)
 VISITS: dict[str, tuple[str, ...]] = {
-    "full": ("venv", "llamacpp-source", "llamacpp", "target", "draft", "gguf", "tiny",
-             "vllm-env", "memory-first", "compare", "memory"),
+    "full": ("venv", "llamacpp-source", "llamacpp-carried", "llamacpp", "target", "draft",
+             "gguf", "tiny", "vllm-env", "memory-first", "compare", "memory"),
     "vllm-short": ("venv", "tiny", "vllm-env", "vllm-short"),
     "seed000-x8": ("venv", "tiny", "vllm-env", "seed000-x8"),
     "seed000-x8-dense-mla": ("venv", "tiny", "vllm-env", "seed000-x8-dense-mla"),
-    "seed003": ("venv", "llamacpp-source", "llamacpp", "tiny", "vllm-env", "openjet", "gguf27",
-                "seed003"),
-    "smollm2": ("venv", "llamacpp-source", "llamacpp", "vllm-env", "smollm2", "smollm2-run"),
+    "seed003": ("venv", "llamacpp-source", "llamacpp-carried", "llamacpp", "tiny", "vllm-env",
+                "openjet", "gguf27", "seed003"),
+    "smollm2": ("venv", "llamacpp-source", "llamacpp-carried", "llamacpp", "vllm-env",
+                "smollm2", "smollm2-run"),
+    "smollm2-llamacpp": ("venv", "llamacpp-source", "llamacpp-carried", "llamacpp", "smollm2",
+                         "smollm2-llamacpp"),
     "seed001": ("venv", "tiny", "sglang-env", "sglang-flags", "seed001"),
 }
 #: the device tool's machine kind a visit asks for (others: the one-GPU default)
 VISIT_KINDS = {"seed000-x8": "nvidia-h200-x8", "seed000-x8-dense-mla": "nvidia-h200-x8"}
-#: a visit's jobs are closed under ``needs`` and ``after``
+#: a visit's jobs are closed under ``needs`` (an ``after`` job outside the visit never runs,
+#: so nothing waits for it)
 assert all(n in VISITS[v] for v in VISITS for j in JOBS if j.name in VISITS[v]
-           for n in (*j.needs, *j.after) if not n.startswith("group:")), "visits are closed"
+           for n in j.needs if not n.startswith("group:")), "visits are closed"
 NEVER_RAN = "a job it needs failed"
 STEPS = {"venv": job_venv, "llamacpp-source": job_llamacpp_source, "llamacpp": job_llamacpp,
          "target": job_target, "draft": job_draft, "gguf": job_gguf, "tiny": job_tiny,
          "vllm-env": job_vllm_env, "openjet": job_openjet, "gguf27": job_gguf27,
          "smollm2": job_smollm2, "sglang-env": job_sglang_env,
+         "llamacpp-carried": job_llamacpp_carried,
          "sglang-flags": job_sglang_flags}
 assert {j.name for j in JOBS} == set(STEPS) | set(RUNS), "every job has one way to run"
 
@@ -610,8 +645,10 @@ def state(name: str) -> str:
     return "running" if (JOBS_DIR / f"{name}.started").is_file() else "waiting"
 
 
-def _ready(job: Job, groups: dict[str, Any]) -> bool | None:
-    """True: start it; False: not yet; None: never (something it needs failed)."""
+def _ready(job: Job, groups: dict[str, Any], visit: Sequence[str] | None = None
+           ) -> bool | None:
+    """True: start it; False: not yet; None: never (something it needs failed). ``visit``:
+    the visit's job names (an ``after`` job outside it never runs; default all)."""
     for need in job.needs:
         if need.startswith("group:"):
             if not groups.get(need[6:], {}).get("whole"):
@@ -620,7 +657,8 @@ def _ready(job: Job, groups: dict[str, Any]) -> bool | None:
             return None
         elif state(need) != "ok":
             return False
-    return all(state(a) in ("ok", "failed") for a in job.after)
+    return all(state(a) in ("ok", "failed") for a in job.after
+               if visit is None or a in visit)
 
 
 def drive(args: argparse.Namespace) -> int:
@@ -640,7 +678,7 @@ def drive(args: argparse.Namespace) -> int:
         for job in jobs:
             if state(job.name) != "waiting" or job.name in running:
                 continue
-            ready = _ready(job, groups)
+            ready = _ready(job, groups, [j.name for j in jobs])
             if ready is None:
                 (JOBS_DIR / f"{job.name}.failed").write_text(NEVER_RAN + "\n")
             elif ready:
@@ -661,7 +699,7 @@ def run_job(args: argparse.Namespace) -> int:
     if job.resumes and (JOBS_DIR / f"{job.resumes}.finished").is_file():
         log(f"{job.name}: {job.resumes} finished the run; nothing to resume")
     elif args.name in RUNS:
-        _bench(RUNS[args.name], args.name, job.yields_when)
+        _bench(RUNS[args.name], args.name, job.yields_when, RUN_VARIANTS.get(args.name, ()))
     else:
         STEPS[args.name]()
     log(f"{args.name}: done in {time.perf_counter() - t0:.0f} s")
@@ -774,7 +812,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("stage", help="here: pack the groups into parts, print the calls")
     s.add_argument("--groups", nargs="+", default=["base", "vllm"],
-                   choices=["base", "vllm", "openjet", "smollm2", "sglang"])
+                   choices=["base", "vllm", "openjet", "smollm2", "sglang", "llamacpp"])
+    s.add_argument("--llamacpp-build", type=Path, default=gpu_llamacpp.BUILT,
+                   help="llama.cpp built here for sm_90 by tools/build_llamacpp.py "
+                        "--cuda-libs (group llamacpp)")
     s.add_argument("--openjet", type=Path, default=OPENJET,
                    help="open-jet's engine built by tools/build_openjet.py (group openjet)")
     s.add_argument("--python", nargs="+", default=["3.12", "3.13"],

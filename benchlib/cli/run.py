@@ -29,6 +29,11 @@ def register(sub: Any) -> None:
     p.add_argument("--force", action="store_true",
                    help="start a new run folder and measure everything again")
     p.add_argument("--outputs", type=Path, default=Path("outputs"))
+    p.add_argument("--variants", type=lambda v: [n.strip() for n in v.split(",")],
+                   metavar="NAME[,NAME…]",
+                   help="run only these variants now (one recipe): the others wait for a "
+                        "later run of the recipe, which resumes the folder; the run-wide "
+                        "steps (04_compare …) run once every variant is done")
     p.set_defaults(func=run)
 
 
@@ -75,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
     from benchlib.pipeline._batch import expand_recipes, run_batch
 
     paths = expand_recipes(args.params)
+    if args.variants is not None and len(paths) != 1:
+        raise UsageError("--variants", f"names the variants of one recipe; {len(paths)} "
+                         "recipes given")
     if args.check:
         bad = []
         for path in paths:
@@ -116,7 +124,8 @@ def _run_one(path: Path, args: argparse.Namespace) -> RunSummary:
     from benchlib.runs import STEP_COMPARE, STEP_MEASURE, RunFolder, summary_table
 
     recipe = open_recipe(path)  # once: the runner takes it as read
-    summary = run_recipe(path, recipe, outputs=args.outputs, force=args.force)
+    summary = run_recipe(path, recipe, outputs=args.outputs, force=args.force,
+                         variants=args.variants)
     folder = RunFolder(path=summary.run_dir)
     report = _render_report(summary.run_dir, recipe.writeup)
     print(f"\noutputs: {summary.run_dir}")

@@ -20,7 +20,7 @@ import functools
 import hashlib
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -231,6 +231,20 @@ def _run_steps(recipe: Recipe, folder: RunFolder, steps: list[Step[Any]], resume
     return runner.statuses
 
 
+def _chosen_variants(recipe: Recipe, names: Sequence[str] | None) -> set[str]:
+    """The variants to run now: all of them, or ``names`` checked against the recipe's
+    (exit 2 naming ``--variants``: a typo must not quietly run nothing)."""
+    every = [name for name, _ in recipe.variant_recipes()] if recipe.variants else []
+    if names is None:
+        return set(every)
+    unknown = [n for n in names if n not in every]
+    if not recipe.variants or unknown or not names:
+        known = ", ".join(every) if every else "none: the recipe has no variants"
+        raise UsageError("--variants", f"no variant {', '.join(unknown) or '(empty)'} in "
+                         f"{recipe.name}; its variants: {known}")
+    return set(names)
+
+
 def _tagged(log: Callable[[str], None], tag: str, message: str) -> None:
     log(f"[{tag}] {message}")
 
@@ -261,7 +275,8 @@ def _fair_gate(recipe: Recipe, name: str, reference: dict[str, list[Probe]]
 
 def run_recipe(recipe_path: Path, recipe: Recipe | None = None, *,
                outputs: Path = Path("outputs"), force: bool = False,
-               log: Callable[[str], None] = print) -> RunSummary:
+               log: Callable[[str], None] = print,
+               variants: Sequence[str] | None = None) -> RunSummary:
     """Validate, then run every step of the recipe; return where and how it went.
     ``recipe``: the file at ``recipe_path`` as the caller already opened it
     (:func:`benchlib.recipe.open_recipe`; read here when None).
@@ -271,8 +286,13 @@ def run_recipe(recipe_path: Path, recipe: Recipe | None = None, *,
     each checked against the first variant before it measures; then the run-wide steps.
     SIGTERM and SIGHUP are turned into KeyboardInterrupt while it runs, so a cancelled run
     still stops its engine, scrubs its files and records that it did not finish.
+
+    ``variants``: run only these now (``benchlib run --variants``); the others are left for
+    a later run of the same recipe, which resumes the folder, and the run-wide steps
+    (``04_compare`` …) wait until every variant's steps are done.
     """
     recipe = recipe if recipe is not None else open_recipe(recipe_path)
+    chosen = _chosen_variants(recipe, variants)
     for checked in check_recipe_args(recipe):  # a typo found now, not after a long start
         log(checked.summary)
     refuse_multi_node(recipe)  # an engine over several machines is started by hand
@@ -295,13 +315,23 @@ def run_recipe(recipe_path: Path, recipe: Recipe | None = None, *,
             else:
                 reference: dict[str, list[Probe]] = {}
                 per_variant = [s for s in steps if s.scope == "variant"]
+                waiting = []
                 for name, variant in recipe.variant_recipes():
+                    if name not in chosen:
+                        if done_steps(variant, folder.variant(name), per_variant) != {
+                                s.name for s in per_variant}:
+                            waiting.append(name)
+                        continue
                     log(f"variant {name}: {variant.engine.kind}, speculative "
                         f"{variant.engine.speculative.label}")
                     done = _run_steps(variant, folder.variant(name), per_variant, resumed,
                                       functools.partial(_tagged, log, name),
                                       _fair_gate(recipe, name, reference))
                     statuses.update({f"{name}/{k}": v for k, v in done.items()})
+                if waiting:
+                    log(f"left for a later run (--variants): {', '.join(waiting)}; the "
+                        "run-wide steps wait for them (run the recipe again to resume)")
+                    return RunSummary(folder.path, statuses)
                 statuses.update(_run_steps(recipe, folder, [s for s in steps
                                                             if s.scope == "run"],
                                            resumed, log, state=state))

@@ -39,10 +39,10 @@ scenarios:
     return path
 
 
-def _run(path: Path, out: Path) -> subprocess.CompletedProcess[str]:
+def _run(path: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "benchlib", "run", str(path), "--outputs",
-                           str(out)], capture_output=True, text=True, cwd=REPO, timeout=300,
-                          env=dict(os.environ))
+                           str(out), *extra], capture_output=True, text=True, cwd=REPO,
+                          timeout=300, env=dict(os.environ))
 
 
 def _run_dir(out: Path) -> Path:
@@ -130,9 +130,20 @@ def test_a_run_resumes_per_variant(scripted: Callable[..., Any], tmp_path: Path,
     a = scripted("--ttft-ms", "2", "--itl-ms", "1", "--model", "scripted")
     port = free_port()
     path = _recipe(tmp_path, tiny_model, a.url, f"http://127.0.0.1:{port}")
+    typo = _run(path, tmp_path / "out", "--variants", "a,c")
+    assert typo.returncode == 2 and "--variants" in typo.stderr and "a, b" in typo.stderr
+    # --variants a: a alone now, b left for later, the comparison waits for it
+    only_a = _run(path, tmp_path / "out", "--variants", "a")
+    assert only_a.returncode == 0, only_a.stdout[-3000:] + only_a.stderr[-3000:]
+    run = _run_dir(tmp_path / "out")
+    assert read_sidecar(run / "a" / "03_measure.json").status == "ok"
+    assert not (run / "b" / "02_launch.json").exists()
+    assert not (run / "04_compare.json").exists()
+    assert "left for a later run (--variants): b" in only_a.stdout
+    assert not json.loads((run / "run.json").read_text())["finished"]
     first = _run(path, tmp_path / "out")  # b answers nothing yet
     assert first.returncode == 1, first.stdout[-3000:] + first.stderr[-3000:]
-    run = _run_dir(tmp_path / "out")
+    assert "[a] 03_measure: ok in an earlier attempt, skipped" in first.stdout
     assert read_sidecar(run / "b" / "02_launch.json").status == "failed"
     assert read_sidecar(run / "b" / "03_measure.json").status == "skipped"
     scripted("--ttft-ms", "2", "--itl-ms", "1", "--model", "scripted", "--port", str(port))

@@ -62,3 +62,32 @@ def test_another_version_is_fetched_again(tmp_path: Path) -> None:
     tool.main(["--out", str(out), "--sdist", str(sdist), "--converter-only"])
     _, _, _, kept = tool.source_tree("0.3.35", sdist, out / "work")
     assert kept is False
+
+
+def test_the_driver_stub_holds_exactly_the_driver_calls_the_archive_makes(
+        tmp_path: Path) -> None:
+    """A CUDA build for the GPU machine made here (--cuda-libs) links against a stub
+    libcuda.so.1 of the driver functions ggml-cuda leaves undefined: read from the compiled
+    archive, the runtime's (cudaXxx) and cuBLAS's (cublasXxx) left to their own libraries."""
+    import subprocess
+
+    tool = _tool()
+    (tmp_path / "g.c").write_text(
+        "int cuMemCreate(void); int cuDeviceGet(void); int cudaMalloc(void);\n"
+        "int cublasCreate_v2(void); int curly(void);\n"
+        "int use(void) { return cuMemCreate() + cuDeviceGet() + cudaMalloc() + "
+        "cublasCreate_v2() + curly(); }\n")
+    subprocess.run(["cc", "-c", "-o", str(tmp_path / "g.o"), str(tmp_path / "g.c")],
+                   check=True)
+    subprocess.run(["ar", "rcs", str(tmp_path / "libggml-cuda.a"), str(tmp_path / "g.o")],
+                   check=True)
+    stub = tmp_path / "stub" / "libcuda.so"
+    stub.parent.mkdir()
+    names = tool.stub_from_archive(tmp_path / "libggml-cuda.a", stub)
+    assert names == ["cuDeviceGet", "cuMemCreate"]
+    dynamic = subprocess.run(["nm", "-D", "--defined-only", str(stub)], capture_output=True,
+                             text=True, check=True).stdout
+    assert {ln.split()[-1] for ln in dynamic.splitlines()} >= {"cuDeviceGet", "cuMemCreate"}
+    soname = subprocess.run(["objdump", "-p", str(stub)], capture_output=True, text=True,
+                            check=True).stdout
+    assert "SONAME               libcuda.so.1" in soname

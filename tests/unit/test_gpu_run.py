@@ -160,8 +160,8 @@ def test_seed_003s_visit_carries_open_jet_built_here_and_makes_its_gguf_there(
     beside them (the recipe's order puts llama.cpp's variant last)."""
     (gr.JOBS_DIR / "visit").write_text("seed003\n")
     names = [j.name for j in gr.visit_jobs()]
-    assert names == ["venv", "llamacpp-source", "llamacpp", "tiny", "vllm-env", "openjet",
-                     "gguf27", "seed003"]
+    assert names == ["venv", "llamacpp-source", "llamacpp-carried", "llamacpp", "tiny",
+                     "vllm-env", "openjet", "gguf27", "seed003"]
     run = next(j for j in gr.JOBS if j.name == "seed003")
     assert {"openjet", "gguf27", "group:vllm"} <= set(run.needs)  # every part in first
     # vLLM's pair first (never measured yet): the run waits for vLLM's install, never for
@@ -185,8 +185,9 @@ def test_the_smollm2_visit_makes_the_demo_model_there_and_runs_vllm_first(
     by `benchlib real-model` once llama.cpp's converter is in, the run after every part and
     vLLM's install; llama.cpp builds beside it and serves last."""
     (gr.JOBS_DIR / "visit").write_text("smollm2\n")
-    assert [j.name for j in gr.visit_jobs()] == ["venv", "llamacpp-source", "llamacpp",
-                                                 "vllm-env", "smollm2", "smollm2-run"]
+    assert [j.name for j in gr.visit_jobs()] == ["venv", "llamacpp-source", "llamacpp-carried",
+                                                 "llamacpp", "vllm-env", "smollm2",
+                                                 "smollm2-run"]
     run = next(j for j in gr.JOBS if j.name == "smollm2-run")
     assert {"smollm2", "vllm-env", "group:vllm"} <= set(run.needs)
     assert "llamacpp" not in run.needs
@@ -221,3 +222,32 @@ def test_seed_001s_visit_installs_sglang_asks_its_parser_then_runs(
     with pytest.raises(SystemExit) as exit_:  # stage offers the group by name
         gr.main(["stage", "--groups", "sglangx"])
     assert exit_.value.code == 2 and "'sglang'" in capsys.readouterr().err
+
+
+def test_llamacpp_built_here_is_checked_there_and_the_build_there_is_the_fallback(
+        gr: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34: llama.cpp's CUDA build made here travels as group llamacpp; `llamacpp`
+    (the build there) waits for its check and builds only if it failed; a visit that does
+    not carry it never waits for it (an `after` job outside the visit never runs)."""
+    jobs = {j.name: j for j in gr.JOBS}
+    carried, build = jobs["llamacpp-carried"], jobs["llamacpp"]
+    assert "group:llamacpp" in carried.needs and build.after == ("llamacpp-carried",)
+    _mark(gr, "llamacpp-source", "ok")
+    groups: dict[str, dict[str, bool]] = {}
+    assert gr._ready(build, groups, ["llamacpp-source", "llamacpp-carried", "llamacpp"]) \
+        is False
+    assert gr._ready(build, groups, ["llamacpp-source", "llamacpp"]) is True
+    for visit, names in gr.VISITS.items():  # every visit that builds llama.cpp can carry it
+        if "llamacpp" in names:
+            assert "llamacpp-carried" in names, visit
+    # the short visit: the llama.cpp half of SmolLM2 alone, from the carried build
+    assert gr.RUN_VARIANTS["smollm2-llamacpp"] == ("llamacpp-draft", "llamacpp-nospec")
+    recipe = load_recipe(gr.REPO / gr.RUNS["smollm2-llamacpp"])
+    kinds = {name: v.engine.kind for name, v in recipe.variant_recipes()}
+    assert all(kinds[n] == "llamacpp" for n in gr.RUN_VARIANTS["smollm2-llamacpp"])
+    # a visit whose jobs need a group the calls would not carry is refused before packing
+    args = gr.argparse.Namespace(groups=["base", "smollm2"], visit="smollm2-llamacpp",
+                                 python=["3.12"], force=False, openjet=gr.OPENJET,
+                                 llamacpp_build=gr.gpu_llamacpp.BUILT)
+    with pytest.raises(SystemExit, match="needs the groups llamacpp: add them to --groups"):
+        gr.stage(args)

@@ -1,0 +1,93 @@
+"""tools/gpu_llamacpp.py: llama.cpp built here for the GPU machine is packed only when it is
+such a build, and installed there only once it answers: the libraries its loader misses are
+found and linked beside it (its runpath is $ORIGIN/../lib), and a server that cannot start
+fails the job by name (the build there then runs). A real ELF program stands in for
+llama-server, linked against a library the loader cannot find until the install links it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gpu_llamacpp",
+                                                  REPO / "tools" / "gpu_llamacpp.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_llamacpp"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _built(tmp_path: Path, record: dict[str, object]) -> Path:
+    built = tmp_path / "built"
+    (built / "bin").mkdir(parents=True)
+    (built / "bin" / "llama-server").write_text("")
+    (built / "bin" / "llama-quantize").write_text("")
+    (built / "work").mkdir()
+    (built / "BUILD.json").write_text(json.dumps(record))
+    return built
+
+
+def test_only_a_cuda_build_made_for_another_machine_is_packed(tmp_path: Path) -> None:
+    tool = _tool()
+    with pytest.raises(SystemExit, match="holds no finished build"):
+        tool.stage_files(tmp_path / "nothing")
+    with pytest.raises(SystemExit, match="not a CUDA build for another machine"):
+        tool.stage_files(_built(tmp_path / "cpu", {"backend": "cpu"}))
+    built = _built(tmp_path / "cuda", {"backend": "cuda", "cuda_libs": {"driver_stub": []}})
+    assert [name for _, name in tool.stage_files(built)] == [
+        "BUILD.json", "bin/llama-quantize", "bin/llama-server"]
+
+
+def _program(tmp_path: Path, version_line: str, code: int) -> tuple[Path, Path]:
+    """A group holding a real `llama-server` that needs libfakeblas.so.13 (kept in a
+    toolkit folder the loader does not search) and prints ``version_line``."""
+    toolkit = tmp_path / "toolkit"
+    toolkit.mkdir(parents=True)
+    (tmp_path / "blas.c").write_text("int blas(void) { return 0; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libfakeblas.so.13", "-o",
+                    str(toolkit / "libfakeblas.so.13"), str(tmp_path / "blas.c")], check=True)
+    (toolkit / "libfakeblas.so").symlink_to("libfakeblas.so.13")
+    (tmp_path / "main.c").write_text(
+        "#include <stdio.h>\nint blas(void);\n"
+        f'int main(void) {{ fprintf(stderr, "{version_line}\\n"); return blas() + {code}; }}\n')
+    group = tmp_path / "group"
+    (group / "bin").mkdir(parents=True)
+    subprocess.run(["cc", "-o", str(group / "bin" / "llama-server"), str(tmp_path / "main.c"),
+                    f"-L{toolkit}", "-lfakeblas", "-Wl,-rpath,$ORIGIN/../lib"], check=True)
+    (group / "BUILD.json").write_text(json.dumps({"backend": "cuda", "cuda_libs": {}}))
+    return group, toolkit
+
+
+def test_install_links_what_the_loader_misses_then_the_server_answers(tmp_path: Path) -> None:
+    tool = _tool()
+    group, toolkit = _program(tmp_path, "version: 11312 (0c1e570)", 0)
+    assert tool.missing_libraries(group / "bin" / "llama-server") == ["libfakeblas.so.13"]
+    dest = tmp_path / "llamacpp"
+    record = tool.install(group, dest, dirs=(str(toolkit),))
+    assert record["linked"] == {"libfakeblas.so.13": str(toolkit / "libfakeblas.so.13")}
+    assert (dest / "lib" / "libfakeblas.so.13").resolve() == toolkit / "libfakeblas.so.13"
+    assert tool.missing_libraries(dest / "bin" / "llama-server") == []
+    assert "version: 11312" in json.loads((dest / "CARRIED.json").read_text())[
+        "version_output"]
+    assert (dest / "BUILD.json").is_file()
+
+
+def test_a_library_nowhere_or_a_server_that_fails_fails_the_job(tmp_path: Path) -> None:
+    tool = _tool()
+    group, _ = _program(tmp_path / "a", "version: 11312 (0c1e570)", 0)
+    with pytest.raises(SystemExit, match=r"libfakeblas.so.13 is not on this machine"):
+        tool.install(group, tmp_path / "a" / "dest", dirs=(str(tmp_path / "empty"),))
+    group, toolkit = _program(tmp_path / "b", "version: 11312 (0c1e570) then CUDA error", 1)
+    with pytest.raises(SystemExit, match=r"--version exited 1: version: 11312 .* CUDA error"):
+        tool.install(group, tmp_path / "b" / "dest", dirs=(str(toolkit),))
