@@ -195,7 +195,21 @@ def cuda_lib_flags(libs: Path, stub: Path) -> list[str]:
             f"-DCUDA_cublasLt_LIBRARY={lib / 'libcublasLt.so.13'}",
             f"-DCUDA_cuda_driver_LIBRARY={stub}", f"-DCMAKE_CUDA_FLAGS={include}",
             f"-DCMAKE_CXX_FLAGS={include}", "-DCMAKE_SKIP_BUILD_RPATH=ON",
-            "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath,$ORIGIN/../lib"]
+            f"-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath,{ORIGIN_ESCAPED}"]
+
+
+#: the runpath as the link's shell must see it: Ninja runs the link through ``sh``, which
+#: would expand a bare ``$ORIGIN`` to nothing (the binary's runpath became ``/../lib``)
+ORIGIN_ESCAPED = "\\$ORIGIN/../lib"
+RUNPATH = "$ORIGIN/../lib"
+
+
+def runpath(exe: Path) -> str | None:
+    """``exe``'s DT_RUNPATH as ``readelf -d`` shows it, or None."""
+    out = subprocess.run(["readelf", "-d", str(exe)], capture_output=True, text=True,
+                         check=True).stdout
+    found = re.search(r"\(RUNPATH\)\s+Library runpath: \[(.*)\]", out)
+    return found.group(1) if found else None
 
 
 def nvcc_release(nvcc: str) -> str | None:
@@ -303,6 +317,10 @@ def main(argv: list[str] | None = None) -> int:
     for target in targets:
         shutil.copy2(build / "bin" / target, out / "bin" / target)
     exe = out / "bin" / "llama-server"
+    if stubbed and runpath(exe) != RUNPATH:
+        raise SystemExit(f"build_llamacpp: {exe}'s runpath is {runpath(exe)!r}, not "
+                         f"{RUNPATH!r}: the machine it is built for would not find the "
+                         "CUDA libraries linked beside it")
     record: dict[str, Any] = {
         "commit": commit, "build_number": build_number,
         "build_number_source": ("upstream release tag (not in the sdist)" if build_number

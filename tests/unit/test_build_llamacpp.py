@@ -91,3 +91,33 @@ def test_the_driver_stub_holds_exactly_the_driver_calls_the_archive_makes(
     soname = subprocess.run(["objdump", "-p", str(stub)], capture_output=True, text=True,
                             check=True).stdout
     assert "SONAME               libcuda.so.1" in soname
+
+
+def test_the_runpath_survives_ninjas_shell(tmp_path: Path) -> None:
+    """The flag the --cuda-libs build links with, on a one-file CMake project built with
+    Ninja as llama.cpp is: the binary's runpath is $ORIGIN/../lib. A bare $ORIGIN in the
+    flag is expanded to nothing by the shell Ninja links through (it gave /../lib)."""
+    import subprocess
+
+    tool = _tool()
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(t C)\nadd_executable(t t.c)\n")
+    (tmp_path / "t.c").write_text("int main(void) { return 0; }\n")
+    cmake, ninja = tool.build_tools(tmp_path / "work")
+    link = next(f for f in tool.cuda_lib_flags(_cuda_libs(tmp_path), tmp_path / "libcuda.so")
+                if f.startswith("-DCMAKE_EXE_LINKER_FLAGS="))
+    subprocess.run([cmake, "-S", str(tmp_path), "-B", str(tmp_path / "b"), "-G", "Ninja",
+                    f"-DCMAKE_MAKE_PROGRAM={ninja}", link, "-DCMAKE_SKIP_BUILD_RPATH=ON"],
+                   check=True, capture_output=True)
+    subprocess.run([cmake, "--build", str(tmp_path / "b")], check=True, capture_output=True)
+    assert tool.runpath(tmp_path / "b" / "t") == "$ORIGIN/../lib" == tool.RUNPATH
+
+
+def _cuda_libs(tmp_path: Path) -> Path:
+    """A folder shaped like pip's nvidia/cu13 (what cuda_lib_flags checks for)."""
+    libs = tmp_path / "cu13"
+    (libs / "lib").mkdir(parents=True)
+    (libs / "include").mkdir()
+    for name in ("libcublas.so.13", "libcublasLt.so.13"):
+        (libs / "lib" / name).write_text("")
+    return libs
