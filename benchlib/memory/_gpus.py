@@ -8,11 +8,13 @@ decode reaches 70–90% of it, which is why the decode numbers here are floors.
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, ConfigDict
 
 from benchlib._exceptions import UsageError
 
-__all__ = ["GPU", "GPUS", "find_gpu"]
+__all__ = ["GPU", "GPUS", "device_mismatch", "find_gpu"]
 
 
 class GPU(BaseModel):
@@ -94,3 +96,27 @@ def find_gpu(name: str) -> GPU:
             return gpu
     raise UsageError("--gpu", f"unknown GPU {name!r}; known: "
                      + ", ".join(g.name for g in GPUS) + " (or pass --gpu-memory-gib)")
+
+
+#: how far a device's memory may lie from its catalogue entry's and still be that GPU
+MEMORY_TOLERANCE = 0.10
+
+
+def _tokens(name: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", name.lower()))
+
+
+def device_mismatch(gpu: GPU, device_name: str, memory_gib: float) -> str | None:
+    """Why the device a run found (its NVML name and total memory) is not ``gpu``, or None.
+    A name matches when every word of the entry's name or of one alias is a word of the
+    device's (``H100-SXM``'s alias ``h100`` in ``NVIDIA H100 80GB HBM3``; ``L4`` is not in
+    ``NVIDIA L40S``); the memory must lie within :data:`MEMORY_TOLERANCE` of the entry's."""
+    words = _tokens(device_name)
+    named = any(_tokens(n) <= words for n in (gpu.name, *gpu.aliases))
+    off = abs(memory_gib - gpu.memory_gib) > MEMORY_TOLERANCE * gpu.memory_gib
+    if named and not off:
+        return None
+    why = [] if named else [f"{device_name!r} is not a {gpu.name}"]
+    if off:
+        why.append(f"{memory_gib:.1f} GiB against the {gpu.name}'s {gpu.memory_gib:.1f}")
+    return "; ".join(why)

@@ -6,14 +6,17 @@ recipe's ``hardware`` section."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from benchlib._exceptions import UsageError
 from benchlib.adapters import adapter
 from benchlib.energy._power_cap import PowerCapRecord
-from benchlib.provenance._hardware import HardwareInfo, collect_hardware
+from benchlib.memory import device_mismatch, find_gpu
+from benchlib.provenance._hardware import GPUInfo, HardwareInfo, collect_hardware
 from benchlib.provenance._lock import LockCheck, check_lock, lock_mismatch
 from benchlib.provenance._model import read_model_origin
 from benchlib.provenance._record import (
@@ -94,6 +97,21 @@ def _release(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split(".")[:2] if p.isdigit())
 
 
+def _plan_gpu_mismatches(recipe: Recipe, gpus: Sequence[GPUInfo]) -> list[str]:
+    """The GPUs that are not the one the recipe's plan sized (``plan.gpu``): its KV budget,
+    concurrency and decode floor are that GPU's, not this one's."""
+    planned = recipe.plan.get("gpu")
+    if not isinstance(planned, str) or not planned:
+        return []
+    try:
+        gpu = find_gpu(planned)
+    except UsageError:  # the recipe's own check names an unknown GPU
+        return []
+    return [f"GPU {d.index} is not the plan's {gpu.name} ({why}): the plan's KV budget and "
+            f"decode floor are for that GPU; set plan.gpu to this one" for d in gpus
+            if (why := device_mismatch(gpu, d.name, d.memory_total_gib)) is not None]
+
+
 def hardware_mismatches(recipe: Recipe, env: RunEnvironment) -> list[str]:
     """Where the machine (and the engine's version) differ from what the recipe expects."""
     hw, info = recipe.hardware, env.hardware
@@ -110,6 +128,7 @@ def hardware_mismatches(recipe: Recipe, env: RunEnvironment) -> list[str]:
                 and abs(gpu.power_limit_w - hw.power_limit_w) > 1):
             out.append(f"GPU {gpu.index} power limit {gpu.power_limit_w} W, expected "
                        f"{hw.power_limit_w} W")
+    out += _plan_gpu_mismatches(recipe, info.gpus)
     if hw.driver_version and info.driver_version and info.driver_version != hw.driver_version:
         out.append(f"driver {info.driver_version}, expected {hw.driver_version}")
     cuda = info.cuda_driver_version

@@ -83,3 +83,23 @@ def test_driver_and_cuda_against_the_recipes_pins() -> None:
                                              "cuda_driver_version": cuda})
         assert hardware_mismatches(recipe, env.model_copy(update={"hardware": hw})) == \
             expected, (driver, cuda)
+
+
+def test_a_gpu_the_plan_did_not_size_is_named() -> None:
+    """Visit 7 ran an H200 recipe on the H100 the tool lent: the plan's KV budget and decode
+    floor were the H200's. The run says so on every variant (a report caveat)."""
+    def recipe(gpu: str) -> Any:
+        return recipe_from_dict({
+            "name": "t", "model": {"id": "org/m", "local_path": "/models/m"},
+            "engine": {"kind": "vllm"}, "plan": {"gpu": gpu}, "scenarios": [{"name": "a"}]})
+
+    assert hardware_mismatches(recipe("H200"), environment(None)) == [
+        "GPU 0 is not the plan's H200 ('NVIDIA H100 80GB HBM3' is not a H200; 79.6 GiB "
+        "against the H200's 139.8): the plan's KV budget and decode floor are for that GPU; "
+        "set plan.gpu to this one"]
+    for same in ("H100", "h100-sxm", "H100-SXM"):
+        assert hardware_mismatches(recipe(same), environment(None)) == [], same
+    pcie = recipe("H100-PCIe")  # the same memory, another board: named by its words
+    assert hardware_mismatches(pcie, environment(None)) == [
+        "GPU 0 is not the plan's H100-PCIe ('NVIDIA H100 80GB HBM3' is not a H100-PCIe): the "
+        "plan's KV budget and decode floor are for that GPU; set plan.gpu to this one"]
