@@ -4,25 +4,19 @@ tree (no second download) without touching the converter a GGUF conversion may b
 
 from __future__ import annotations
 
-import importlib.util
 import io
-import sys
 import tarfile
 from pathlib import Path
 from types import ModuleType
+
+from tests._tools import load_tool
 
 REPO = Path(__file__).resolve().parents[2]
 COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 
 
 def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("build_llamacpp",
-                                                  REPO / "tools" / "build_llamacpp.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["build_llamacpp"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("build_llamacpp")
 
 
 def _sdist(path: Path) -> Path:

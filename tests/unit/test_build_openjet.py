@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib.util
 import io
 import json
 import shutil
@@ -21,6 +20,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests._tools import load_tool
 
 REPO = Path(__file__).resolve().parents[2]
 COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
@@ -58,14 +59,7 @@ exec cc -shared -fPIC "$@"
 
 
 def _tool() -> ModuleType:
-    sys.path.insert(0, str(REPO / "tools"))
-    spec = importlib.util.spec_from_file_location("build_openjet",
-                                                  REPO / "tools" / "build_openjet.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["build_openjet"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("build_openjet")
 
 
 def _hash(data: bytes) -> str:

@@ -4,24 +4,18 @@ a part corrupted on the way is named and dropped, so the next carry of it resume
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
-import sys
 from pathlib import Path
 from types import ModuleType
+
+from tests._tools import load_tool
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _tool() -> ModuleType:
-    sys.path.insert(0, str(REPO / "tools"))
-    spec = importlib.util.spec_from_file_location("gpu_bundle", REPO / "tools" / "gpu_bundle.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_bundle"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("gpu_bundle")
 
 
 def _files(tmp: Path) -> list[tuple[Path, str]]:

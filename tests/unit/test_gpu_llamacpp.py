@@ -6,26 +6,20 @@ llama-server, linked against a library the loader cannot find until the install 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from tests._tools import load_tool
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpu_llamacpp",
-                                                  REPO / "tools" / "gpu_llamacpp.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_llamacpp"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("gpu_llamacpp")
 
 
 def _built(tmp_path: Path, record: dict[str, object]) -> Path:

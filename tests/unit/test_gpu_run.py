@@ -5,7 +5,6 @@ call. What the jobs do there (CUDA builds, engines) runs on the GPU machine only
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import sys
@@ -16,18 +15,13 @@ from types import ModuleType
 import pytest
 
 from benchlib.recipe import load_recipe
+from tests._tools import load_tool
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _tool() -> ModuleType:
-    sys.path.insert(0, str(REPO / "tools"))
-    spec = importlib.util.spec_from_file_location("gpu_run", REPO / "tools" / "gpu_run.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_run"] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("gpu_run")
 
 
 def test_gpu_jobs_follow_one_another_and_every_name_is_known() -> None:
