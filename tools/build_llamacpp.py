@@ -36,9 +36,10 @@ a toolkit with nvcc but without cuBLAS or the driver (this machine's) takes cuBL
 and libraries from a folder (pip's ``nvidia-cublas`` and ``nvidia-cuda-runtime`` wheels of
 the GPU image's CUDA release, unpacked: their ``nvidia/cu13``), and links against a stub
 ``libcuda.so.1`` made of exactly the driver functions the compiled ``ggml-cuda`` calls (read
-with ``nm`` after it is compiled, so no list is kept by hand). The binary looks for its CUDA
-libraries in ``$ORIGIN/../lib`` first: the GPU machine's job links its own cuBLAS there
-when its loader does not find them, and runs ``--version`` before any use.
+with ``nm`` after it is compiled, so no list is kept by hand). The binary's RUNPATH is
+``$ORIGIN/../lib`` (read back after the link): the GPU machine's job links the image's
+cuBLAS there when its loader does not find it, and asks the server for its CUDA devices
+before any use.
 
 cmake and ninja: the system's when on PATH, else ``pip install cmake ninja`` into a small
 build venv inside the work folder.
@@ -195,7 +196,7 @@ def cuda_lib_flags(libs: Path, stub: Path) -> list[str]:
             f"-DCUDA_cublasLt_LIBRARY={lib / 'libcublasLt.so.13'}",
             f"-DCUDA_cuda_driver_LIBRARY={stub}", f"-DCMAKE_CUDA_FLAGS={include}",
             f"-DCMAKE_CXX_FLAGS={include}", "-DCMAKE_SKIP_BUILD_RPATH=ON",
-            f"-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath,{ORIGIN_ESCAPED}"]
+            f"-DCMAKE_EXE_LINKER_FLAGS=-Wl,--enable-new-dtags,-rpath,{ORIGIN_ESCAPED}"]
 
 
 #: the runpath as the link's shell must see it: Ninja runs the link through ``sh``, which
@@ -284,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     build_number = KNOWN_BUILD_NUMBERS.get(commit)
     backend = choose_backend(args.backend)
+    if args.cuda_libs is not None and backend != "cuda":
+        raise SystemExit("build_llamacpp: --cuda-libs builds for a GPU machine: give "
+                         "--backend cuda too (this machine would build for its CPU)")
     flags = [*CMAKE_FLAGS, f"-DLLAMA_BUILD_NUMBER={build_number or 0}",
              f"-DLLAMA_BUILD_COMMIT={commit[:7]}"]
     env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(work))  # never read the kit's git

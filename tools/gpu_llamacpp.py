@@ -10,8 +10,10 @@ packs them as the ``llamacpp`` group (about 25 MiB compressed), which saves the 
 There (job ``llamacpp-carried``): :func:`install` puts them where the recipes name them,
 links each CUDA library the loader does not find into ``lib/`` beside ``bin/`` (the binary's
 runpath is ``$ORIGIN/../lib``: the image's cuBLAS may live in its toolkit or in the pip
-packages its torch uses), then runs ``llama-server --version`` on the GPU. Anything short of
-a clean version line fails the job, and the ``llamacpp`` job then builds there as before.
+packages its torch uses), then runs ``llama-server --version`` and ``--list-devices`` on the
+GPU. Anything short of a version line and a CUDA device listed (llama.cpp only logs a CUDA
+start-up failure and goes on without one) fails the job, and the ``llamacpp`` job then
+builds there as before.
 """
 
 from __future__ import annotations
@@ -69,9 +71,21 @@ def find_library(name: str, dirs: tuple[str, ...] = CUDA_DIRS) -> Path | None:
     return None
 
 
+def _ask(server: Path, flag: str) -> str:
+    """What ``server flag`` prints; a failed exit raises, naming the flag."""
+    done = subprocess.run([str(server), flag], capture_output=True, text=True, timeout=120,
+                          check=False)
+    output = (done.stdout + done.stderr).strip()
+    if done.returncode != 0:
+        raise SystemExit(f"gpu_llamacpp: llama-server {flag} exited {done.returncode}: "
+                         f"{output[-2000:]}")
+    return output
+
+
 def install(group: Path, dest: Path, dirs: tuple[str, ...] = CUDA_DIRS) -> dict[str, Any]:
     """The carried programs into ``dest/bin``, what the loader misses linked into
-    ``dest/lib``, then ``llama-server --version`` run. Returns what was done (written to
+    ``dest/lib``, then ``llama-server --version`` and ``--list-devices`` run (a CUDA device
+listed). Returns what was done (written to
     ``dest/CARRIED.json``); raises ``SystemExit`` with the reason when it cannot serve."""
     (dest / "bin").mkdir(parents=True, exist_ok=True)
     for exe in sorted((group / "bin").iterdir()):
@@ -91,14 +105,18 @@ def install(group: Path, dest: Path, dirs: tuple[str, ...] = CUDA_DIRS) -> dict[
     still = missing_libraries(server)
     if still:
         raise SystemExit(f"gpu_llamacpp: still not found after linking: {', '.join(still)}")
-    done = subprocess.run([str(server), "--version"], capture_output=True, text=True,
-                          timeout=120, check=False)
-    output = (done.stdout + done.stderr).strip()
-    if done.returncode != 0 or "version:" not in output:
-        raise SystemExit(f"gpu_llamacpp: llama-server --version exited {done.returncode}: "
+    output = _ask(server, "--version")
+    if "version:" not in output:
+        raise SystemExit(f"gpu_llamacpp: llama-server --version printed no version: "
                          f"{output[-2000:]}")
+    # a CUDA start-up failure is only logged and the server goes on without a device: the
+    # build serves here only if it lists a CUDA device
+    devices = _ask(server, "--list-devices")
+    cuda = re.findall(r"^\s*(CUDA\d+: .*)$", devices, flags=re.M)
+    if not cuda or "failed to initialize" in devices:
+        raise SystemExit(f"gpu_llamacpp: llama-server lists no CUDA device: {devices[-2000:]}")
     record = {"build": json.loads((group / "BUILD.json").read_text()), "linked": linked,
-              "version_output": output}
+              "version_output": output, "devices": cuda}
     shutil.copy2(group / "BUILD.json", dest / "BUILD.json")
     (dest / "CARRIED.json").write_text(json.dumps(record, indent=2) + "\n")
     return record

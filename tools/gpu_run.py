@@ -10,7 +10,9 @@ it. So:
     image lacks, the 128,256-token tokenizer) and ``vllm`` (vLLM 0.26.0 and the wheels of
     ``tools/vllm-0.26.0-cp312.lock``), ``openjet`` (open-jet built here) and ``sglang``
     (SGLang 0.5.15: ``tools/sglang-0.5.15-cp312.lock``, sgl-kernel trimmed to its Hopper
-    part); prints one device call per part, then the waits.
+    part), ``smollm2`` (the demo model's wheel) and ``llamacpp`` (llama.cpp's CUDA build
+    made here, :mod:`gpu_llamacpp`); prints one device call per part, then the waits (each
+    call names the groups staged: a job needing another never waits for it).
 ``call`` (there, every call the same command)
     takes the parts carried so far, makes sure the job driver runs (detached: it outlives
     the call while the machine is warm), optionally waits for one job, prints every job's
@@ -235,10 +237,13 @@ def stage_smollm2() -> list[tuple[Path, str]]:
     return [(wheel, SMOLLM2_WHEEL)]
 
 
-def device_calls(parts: Sequence[Path], visit: str = "full") -> list[dict[str, Any]]:
+def device_calls(parts: Sequence[Path], visit: str = "full",
+                 groups: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The device calls of a visit, as the device tool's ``run`` takes them: one per part,
-    then waits for the visit's runs."""
-    cmd = f"PYTHONUNBUFFERED=1 python3 tools/gpu_run.py call --visit {visit}"
+    then waits for the visit's runs. ``groups``: the groups staged (the first call tells the
+    machine, so a job needing another one is never waited for)."""
+    carried = f" --groups {','.join(groups)}" if groups else ""
+    cmd = f"PYTHONUNBUFFERED=1 python3 tools/gpu_run.py call --visit {visit}{carried}"
     calls: list[dict[str, Any]] = [
         {"carry": [str(p.relative_to(REPO))], "timeout_s": 300, "command": f"{cmd} 2>&1"}
         for p in parts]
@@ -255,22 +260,26 @@ def stage(args: argparse.Namespace) -> int:
     tree = gpu_bundle.tree_bytes()
     mib = gpu_bundle.part_mib_beside(tree)
     log(f"working tree {tree / 2**20:.1f} MiB: parts of at most {mib} MiB")
+    # packed in this order: llama.cpp's build right after base, so a build there (its
+    # fallback) could start early
     stagers: dict[str, Callable[[], list[tuple[Path, str]]]] = {
-        "base": lambda: stage_base(args.python, args.force), "vllm": stage_vllm,
+        "base": lambda: stage_base(args.python, args.force),
+        "llamacpp": lambda: gpu_llamacpp.stage_files(args.llamacpp_build), "vllm": stage_vllm,
         "openjet": lambda: stage_openjet(args.openjet), "smollm2": stage_smollm2,
-        "sglang": stage_sglang,
-        "llamacpp": lambda: gpu_llamacpp.stage_files(args.llamacpp_build)}
-    needed = sorted({n[6:] for j in JOBS if j.name in VISITS[args.visit] for n in j.needs
-                     if n.startswith("group:")} - set(args.groups))
-    if needed:  # a job would wait for a group no call carries, and the visit with it
-        raise SystemExit(f"gpu_run: visit {args.visit} needs the groups {', '.join(needed)}: "
-                         f"add them to --groups")
+        "sglang": stage_sglang}
+    skipped = never_run(args.visit, set(args.groups))
+    lost = sorted(set(skipped) & set(RUNS))
+    if lost:  # the visit's runs would never start: refuse before anything is packed
+        raise SystemExit(f"gpu_run: visit {args.visit} would not run {', '.join(lost)}: "
+                         f"{'; '.join(skipped[j] for j in lost)}; add the groups to --groups")
+    for job, why in skipped.items():
+        log(f"{job} will not run this visit ({why})")
     parts: list[Path] = []
     for group in (g for g in stagers if g in args.groups):
         parts += gpu_bundle.pack(group, stagers[group](), part_mib=mib)
     log(f"staged in {time.perf_counter() - t0:.0f} s")
     print("device calls (the device tool's run, one after the other, no pause between):")
-    for call in device_calls(parts, args.visit):
+    for call in device_calls(parts, args.visit, args.groups):
         print(json.dumps(call))
     return 0
 
@@ -485,7 +494,9 @@ def _bench(recipe: str, job: str, yields_when: Sequence[str] = (),
     code = proc.wait()
     if run_dir is not None and run_dir.is_dir():
         pack_run(run_dir, OUTBOX / f"{job}.tar.gz")
-    if code == 0 and yields_when:
+    state_file = run_dir / "run.json" if run_dir is not None else None
+    if code == 0 and yields_when and state_file is not None and state_file.is_file() and \
+            json.loads(state_file.read_text()).get("finished"):  # exit 0 of --variants: not
         (JOBS_DIR / f"{job}.finished").write_text(recipe + "\n")
     if code and not yielded:
         raise SystemExit(f"benchlib run {recipe} exited {code}")
@@ -541,6 +552,7 @@ JOBS: tuple[Job, ...] = (
     Job("llamacpp-source", needs=("group:base",)),
     # llama.cpp's CUDA build carried from here when a visit stages it (group llamacpp),
     # checked there; the build there runs only when that one failed or was not carried
+    # (the calls name the groups they carry: a job needing an uncarried one never runs)
     Job("llamacpp-carried", needs=("group:llamacpp", "llamacpp-source")),
     Job("llamacpp", needs=("llamacpp-source",), after=("llamacpp-carried",)),
     Job("target", needs=("group:base",), gpu=True),
@@ -620,7 +632,8 @@ VISIT_KINDS = {"seed000-x8": "nvidia-h200-x8", "seed000-x8-dense-mla": "nvidia-h
 #: so nothing waits for it)
 assert all(n in VISITS[v] for v in VISITS for j in JOBS if j.name in VISITS[v]
            for n in j.needs if not n.startswith("group:")), "visits are closed"
-NEVER_RAN = "a job it needs failed"
+#: how a job that could never start is marked (``call --rerun`` makes it ready again)
+NEVER_RAN = "never ran"
 STEPS = {"venv": job_venv, "llamacpp-source": job_llamacpp_source, "llamacpp": job_llamacpp,
          "target": job_target, "draft": job_draft, "gguf": job_gguf, "tiny": job_tiny,
          "vllm-env": job_vllm_env, "openjet": job_openjet, "gguf27": job_gguf27,
@@ -645,12 +658,40 @@ def state(name: str) -> str:
     return "running" if (JOBS_DIR / f"{name}.started").is_file() else "waiting"
 
 
-def _ready(job: Job, groups: dict[str, Any], visit: Sequence[str] | None = None
-           ) -> bool | None:
-    """True: start it; False: not yet; None: never (something it needs failed). ``visit``:
-    the visit's job names (an ``after`` job outside it never runs; default all)."""
+def never_run(visit: str, carried: set[str]) -> dict[str, str]:
+    """The jobs of ``visit`` that can never start when only the ``carried`` groups come (a
+    group they need, or a job they need that cannot start), each with why."""
+    out: dict[str, str] = {}
+    chosen = [j for j in JOBS if j.name in VISITS[visit]]
+    grew = True
+    while grew:
+        grew = False
+        for job in (j for j in chosen if j.name not in out):
+            for need in job.needs:
+                group = need[6:] if need.startswith("group:") else None
+                if (group is not None and group not in carried) or need in out:
+                    out[job.name] = (f"group {group} is not carried" if group is not None
+                                     else f"{need} will not run")
+                    grew = True
+                    break
+    return out
+
+
+def carried_groups() -> set[str] | None:
+    """The groups this visit's calls carry, as its first call said (None: not said)."""
+    path = JOBS_DIR / "groups"
+    return set(path.read_text().split(",")) - {""} if path.is_file() else None
+
+
+def _ready(job: Job, groups: dict[str, Any], visit: Sequence[str] | None = None,
+           carried: set[str] | None = None) -> bool | None:
+    """True: start it; False: not yet; None: never (something it needs failed, or a group
+    it needs is not among the ``carried``). ``visit``: the visit's job names (an ``after``
+    job outside it never runs; default all)."""
     for need in job.needs:
         if need.startswith("group:"):
+            if carried is not None and need[6:] not in carried:
+                return None
             if not groups.get(need[6:], {}).get("whole"):
                 return False
         elif state(need) == "failed":
@@ -678,9 +719,14 @@ def drive(args: argparse.Namespace) -> int:
         for job in jobs:
             if state(job.name) != "waiting" or job.name in running:
                 continue
-            ready = _ready(job, groups, [j.name for j in jobs])
+            carried = carried_groups()
+            ready = _ready(job, groups, [j.name for j in jobs], carried)
             if ready is None:
-                (JOBS_DIR / f"{job.name}.failed").write_text(NEVER_RAN + "\n")
+                missing = [n[6:] for n in job.needs if n.startswith("group:")
+                           and carried is not None and n[6:] not in carried]
+                why = (f"group {missing[0]} is not carried this visit" if missing
+                       else "a job it needs failed")
+                (JOBS_DIR / f"{job.name}.failed").write_text(f"{NEVER_RAN}: {why}\n")
             elif ready:
                 (JOBS_DIR / f"{job.name}.started").write_text(f"{time.time()}\n")
                 with (LOGS / f"{job.name}.log").open("wb") as fh:
@@ -750,6 +796,8 @@ def call(args: argparse.Namespace) -> int:
     JOBS_DIR.mkdir(parents=True, exist_ok=True)
     if not (JOBS_DIR / "visit").is_file():  # the machine's first call names its visit
         (JOBS_DIR / "visit").write_text(args.visit + "\n")
+        if args.groups:  # and the groups its calls carry
+            (JOBS_DIR / "groups").write_text(args.groups)
     for name in args.rerun:
         for end in ("started", "ok", "failed", "delivered", "finished", "child"):
             (JOBS_DIR / f"{name}.{end}").unlink(missing_ok=True)
@@ -831,6 +879,9 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--stop", nargs="*", default=[], help="jobs to end (SIGTERM)")
     c.add_argument("--visit", choices=sorted(VISITS), default="full",
                    help="the jobs this machine runs (its first call decides)")
+    c.add_argument("--groups", default="",
+                   help="the groups the visit's calls carry, comma-separated (the first call "
+                        "decides; a job needing another group never waits for it)")
     c.set_defaults(func=call)
     d = sub.add_parser("drive", help="there, detached: run the jobs as they become ready")
     d.set_defaults(func=drive)

@@ -84,6 +84,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--variants", f"names the variants of one recipe; {len(paths)} "
                          "recipes given")
     if args.check:
+        if args.variants is not None:  # the names too, as a run would check them
+            from benchlib.pipeline._partial import chosen_variants
+            from benchlib.recipe import open_recipe
+
+            chosen_variants(open_recipe(paths[0]), args.variants)
         bad = []
         for path in paths:
             try:

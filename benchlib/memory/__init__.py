@@ -25,7 +25,7 @@ from benchlib.memory._cases import CaseResult, ValidationCase, check_case, load_
 from benchlib.memory._decode import DecodeFloor, decode_floor, experts_touched
 from benchlib.memory._figures import plan_figures
 from benchlib.memory._gguf import GGUFInfo, load_gguf
-from benchlib.memory._gpus import GPU, GPUS, device_mismatch, find_gpu
+from benchlib.memory._gpus import GPU, GPUS, device_mismatch, entry_for_device, find_gpu
 from benchlib.memory._kv import (
     KV_CACHE_DTYPES,
     KVCapacity,
@@ -114,6 +114,7 @@ __all__ = [
     "default_utilization",
     "detect_language",
     "device_mismatch",
+    "entry_for_device",
     "experts_touched",
     "find_gpu",
     "kv_capacity",

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from benchlib._exceptions import UsageError
 
-__all__ = ["GPU", "GPUS", "device_mismatch", "find_gpu"]
+__all__ = ["GPU", "GPUS", "device_mismatch", "entry_for_device", "find_gpu"]
 
 
 class GPU(BaseModel):
@@ -106,17 +106,33 @@ def _tokens(name: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", name.lower()))
 
 
+def _named(gpu: GPU, words: set[str]) -> int:
+    """How many of the device's words the entry's name or best alias takes (0: none of its
+    names is wholly among them)."""
+    return max((len(t) for n in (gpu.name, *gpu.aliases) if (t := _tokens(n)) <= words),
+               default=0)
+
+
+def entry_for_device(device_name: str, memory_gib: float) -> GPU | None:
+    """The catalogue's entry for a device (its NVML name and total memory): the one whose
+    name or alias takes the most words of the device's name, its memory within
+    :data:`MEMORY_TOLERANCE`; None when none does (a GPU the catalogue lacks)."""
+    words = _tokens(device_name)
+    scored = [(_named(g, words), g) for g in GPUS
+              if abs(memory_gib - g.memory_gib) <= MEMORY_TOLERANCE * g.memory_gib]
+    best = max(scored, key=lambda sg: sg[0], default=(0, None))
+    return best[1] if best[0] else None
+
+
 def device_mismatch(gpu: GPU, device_name: str, memory_gib: float) -> str | None:
     """Why the device a run found (its NVML name and total memory) is not ``gpu``, or None.
-    A name matches when every word of the entry's name or of one alias is a word of the
-    device's (``H100-SXM``'s alias ``h100`` in ``NVIDIA H100 80GB HBM3``; ``L4`` is not in
-    ``NVIDIA L40S``); the memory must lie within :data:`MEMORY_TOLERANCE` of the entry's."""
-    words = _tokens(device_name)
-    named = any(_tokens(n) <= words for n in (gpu.name, *gpu.aliases))
-    off = abs(memory_gib - gpu.memory_gib) > MEMORY_TOLERANCE * gpu.memory_gib
-    if named and not off:
+    The device is the entry whose name or alias takes the most of its words
+    (:func:`entry_for_device`: ``NVIDIA H100 PCIe`` is the H100-PCIe though H100-SXM's alias
+    ``h100`` is among its words; ``L4`` is not in ``NVIDIA L40S``)."""
+    entry = entry_for_device(device_name, memory_gib)
+    if entry is not None and entry.name == gpu.name:
         return None
-    why = [] if named else [f"{device_name!r} is not a {gpu.name}"]
-    if off:
-        why.append(f"{memory_gib:.1f} GiB against the {gpu.name}'s {gpu.memory_gib:.1f}")
-    return "; ".join(why)
+    said = f"{device_name!r}, {memory_gib:.1f} GiB"
+    if entry is None:
+        return f"{said}, is not in the kit's GPU catalogue"
+    return f"{said}, is the {entry.name}"

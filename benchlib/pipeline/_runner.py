@@ -34,6 +34,7 @@ from benchlib.pipeline._declare import RunFacts, Step, StepInputs
 from benchlib.pipeline._engine import RunEngine
 from benchlib.pipeline._execute import execute_step
 from benchlib.pipeline._fairness import probe_differences
+from benchlib.pipeline._partial import chosen_variants, hold_stored_launch, never_attempted
 from benchlib.pipeline._resume import done_steps
 from benchlib.pipeline._sidecar import Sidecar, Status, StepError, write_sidecar
 from benchlib.pipeline.steps import step_table
@@ -231,20 +232,6 @@ def _run_steps(recipe: Recipe, folder: RunFolder, steps: list[Step[Any]], resume
     return runner.statuses
 
 
-def _chosen_variants(recipe: Recipe, names: Sequence[str] | None) -> set[str]:
-    """The variants to run now: all of them, or ``names`` checked against the recipe's
-    (exit 2 naming ``--variants``: a typo must not quietly run nothing)."""
-    every = [name for name, _ in recipe.variant_recipes()] if recipe.variants else []
-    if names is None:
-        return set(every)
-    unknown = [n for n in names if n not in every]
-    if not recipe.variants or unknown or not names:
-        known = ", ".join(every) if every else "none: the recipe has no variants"
-        raise UsageError("--variants", f"no variant {', '.join(unknown) or '(empty)'} in "
-                         f"{recipe.name}; its variants: {known}")
-    return set(names)
-
-
 def _tagged(log: Callable[[str], None], tag: str, message: str) -> None:
     log(f"[{tag}] {message}")
 
@@ -287,12 +274,13 @@ def run_recipe(recipe_path: Path, recipe: Recipe | None = None, *,
     SIGTERM and SIGHUP are turned into KeyboardInterrupt while it runs, so a cancelled run
     still stops its engine, scrubs its files and records that it did not finish.
 
-    ``variants``: run only these now (``benchlib run --variants``); the others are left for
-    a later run of the same recipe, which resumes the folder, and the run-wide steps
-    (``04_compare`` …) wait until every variant's steps are done.
+    ``variants``: run only these now (``benchlib run --variants``,
+    :mod:`benchlib.pipeline._partial`); the others are left for a later run of the same
+    recipe, which resumes the folder, and are still held to the first variant; the run-wide
+    steps (``04_compare`` …) wait while one of them has never been attempted.
     """
     recipe = recipe if recipe is not None else open_recipe(recipe_path)
-    chosen = _chosen_variants(recipe, variants)
+    chosen = chosen_variants(recipe, variants)
     for checked in check_recipe_args(recipe):  # a typo found now, not after a long start
         log(checked.summary)
     refuse_multi_node(recipe)  # an engine over several machines is started by hand
@@ -303,9 +291,13 @@ def run_recipe(recipe_path: Path, recipe: Recipe | None = None, *,
     digest = hashlib.sha256(snapshot.encode()).hexdigest()
     folder, resumed = RunFolder.pick(outputs.resolve(), recipe.name, digest, force, log)
     log(f"{'resuming' if resumed else 'run'}: {folder.path}")
+    earlier = folder.read_state() if resumed else None
     state = RunState(recipe=str(portable(recipe_path, kit_root())), recipe_sha256=digest,
                      finished=False)
     folder.start(snapshot, state)
+    # what earlier attempts recorded stands in run.json (and the report) until this one runs
+    # the step again: a variant left out by --variants keeps its statuses
+    recorded: dict[str, str] = dict(earlier.statuses) if earlier is not None else {}
     statuses: dict[str, str] = {}
     completed = False  # every step of every variant was reached
     with _interruptible():
@@ -317,10 +309,11 @@ def run_recipe(recipe_path: Path, recipe: Recipe | None = None, *,
                 per_variant = [s for s in steps if s.scope == "variant"]
                 waiting = []
                 for name, variant in recipe.variant_recipes():
-                    if name not in chosen:
-                        if done_steps(variant, folder.variant(name), per_variant) != {
-                                s.name for s in per_variant}:
+                    if name not in chosen:  # left for later: held to the first all the same
+                        if never_attempted(folder.variant(name)):
                             waiting.append(name)
+                        hold_stored_launch(folder.variant(name), per_variant,
+                                           _fair_gate(recipe, name, reference))
                         continue
                     log(f"variant {name}: {variant.engine.kind}, speculative "
                         f"{variant.engine.speculative.label}")
@@ -337,8 +330,9 @@ def run_recipe(recipe_path: Path, recipe: Recipe | None = None, *,
                                            resumed, log, state=state))
             completed = True
         finally:
+            recorded.update(statuses)
             folder.write_state(state.model_copy(update={
-                "finished": completed and all(v == "ok" for v in statuses.values()),
-                "statuses": statuses}))
+                "finished": completed and all(v == "ok" for v in recorded.values()),
+                "statuses": recorded}))
     return RunSummary(folder.path, statuses)
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from benchlib._exceptions import UsageError
 from benchlib.adapters import adapter
 from benchlib.energy._power_cap import PowerCapRecord
-from benchlib.memory import device_mismatch, find_gpu
+from benchlib.memory import device_mismatch, entry_for_device, find_gpu
 from benchlib.provenance._hardware import GPUInfo, HardwareInfo, collect_hardware
 from benchlib.provenance._lock import LockCheck, check_lock, lock_mismatch
 from benchlib.provenance._model import read_model_origin
@@ -107,9 +107,18 @@ def _plan_gpu_mismatches(recipe: Recipe, gpus: Sequence[GPUInfo]) -> list[str]:
         gpu = find_gpu(planned)
     except UsageError:  # the recipe's own check names an unknown GPU
         return []
-    return [f"GPU {d.index} is not the plan's {gpu.name} ({why}): the plan's KV budget and "
-            f"decode floor are for that GPU; set plan.gpu to this one" for d in gpus
-            if (why := device_mismatch(gpu, d.name, d.memory_total_gib)) is not None]
+    out = []
+    for d in gpus:
+        why = device_mismatch(gpu, d.name, d.memory_total_gib)
+        if why is None:
+            continue
+        entry = entry_for_device(d.name, d.memory_total_gib)
+        fix = (f"plan.gpu: {entry.name}" if entry is not None else
+               "plan.gpu_memory_gib and plan.gpu_bandwidth_gbs for this one")
+        out.append(f"GPU {d.index} ({why}) is not the plan's {gpu.name} "
+                   f"({gpu.memory_gib:.1f} GiB, {gpu.bandwidth_gbs:,.0f} GB/s): the plan's "
+                   f"KV budget and decode floor are the {gpu.name}'s; give {fix}")
+    return out
 
 
 def hardware_mismatches(recipe: Recipe, env: RunEnvironment) -> list[str]:

@@ -104,9 +104,13 @@ def test_engine_that_differs_on_the_probe_is_refused_before_it_measures(
     a = scripted("--ttft-ms", "2", "--itl-ms", "1", "--model", "scripted")
     b = scripted("--ttft-ms", "2", "--itl-ms", "1", "--model", "scripted", "--no-usage")
     path = _recipe(tmp_path, tiny_model, a.url, b.url)
-    proc = _run(path, tmp_path / "out")
+    # run in two parts (--variants): b is held to a's stored probe all the same
+    first = _run(path, tmp_path / "out", "--variants", "a")
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    proc = _run(path, tmp_path / "out", "--variants", "b")
     assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "usage" in proc.stderr and "compare.differences" in proc.stderr
+    assert "b against a" in proc.stderr
     run = _run_dir(tmp_path / "out")
     assert read_sidecar(run / "a" / "03_measure.json").status == "ok"  # kept
     assert not (run / "b" / "03_measure.json").exists()  # never measured
@@ -130,8 +134,9 @@ def test_a_run_resumes_per_variant(scripted: Callable[..., Any], tmp_path: Path,
     a = scripted("--ttft-ms", "2", "--itl-ms", "1", "--model", "scripted")
     port = free_port()
     path = _recipe(tmp_path, tiny_model, a.url, f"http://127.0.0.1:{port}")
-    typo = _run(path, tmp_path / "out", "--variants", "a,c")
-    assert typo.returncode == 2 and "--variants" in typo.stderr and "a, b" in typo.stderr
+    for check in ((), ("--check",)):  # a typo is named before anything starts
+        typo = _run(path, tmp_path / "out", "--variants", "a,c", *check)
+        assert typo.returncode == 2 and "--variants" in typo.stderr and "a, b" in typo.stderr
     # --variants a: a alone now, b left for later, the comparison waits for it
     only_a = _run(path, tmp_path / "out", "--variants", "a")
     assert only_a.returncode == 0, only_a.stdout[-3000:] + only_a.stderr[-3000:]
@@ -147,9 +152,12 @@ def test_a_run_resumes_per_variant(scripted: Callable[..., Any], tmp_path: Path,
     assert read_sidecar(run / "b" / "02_launch.json").status == "failed"
     assert read_sidecar(run / "b" / "03_measure.json").status == "skipped"
     scripted("--ttft-ms", "2", "--itl-ms", "1", "--model", "scripted", "--port", str(port))
-    second = _run(path, tmp_path / "out")
+    # b alone: a was attempted, so the run-wide steps run, and a's statuses stay recorded
+    second = _run(path, tmp_path / "out", "--variants", "b")
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
-    assert "[a] 03_measure: ok in an earlier attempt, skipped" in second.stdout
+    assert "[a]" not in second.stdout
     assert "[b] 03_measure: ok" in second.stdout and "resuming" in second.stdout
     assert (run / "b" / "02_launch.attempt-1.json").is_file()  # the failed attempt kept
-    assert json.loads((run / "run.json").read_text())["finished"]
+    state = json.loads((run / "run.json").read_text())
+    assert state["finished"] and state["statuses"]["a/03_measure"] == "ok"
+    assert read_sidecar(run / "04_compare.json").status == "ok"

@@ -113,6 +113,7 @@ def test_a_running_jobs_folder_comes_back_with_every_call(gr: ModuleType, tmp_pa
     out.mkdir()
     monkeypatch.setenv("OUT", str(out))
     args = gr.main.__globals__["argparse"].Namespace(rerun=[], stop=[], wait="", timeout=0,
+                                                     groups="",
                                                        visit="full")
     assert gr.call(args) == 0
     with tarfile.open(out / "compare.partial.tar.gz") as tar:
@@ -219,29 +220,41 @@ def test_seed_001s_visit_installs_sglang_asks_its_parser_then_runs(
 
 
 def test_llamacpp_built_here_is_checked_there_and_the_build_there_is_the_fallback(
-        gr: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+        gr: ModuleType) -> None:
     """Issue 34: llama.cpp's CUDA build made here travels as group llamacpp; `llamacpp`
-    (the build there) waits for its check and builds only if it failed; a visit that does
-    not carry it never waits for it (an `after` job outside the visit never runs)."""
+    (the build there) waits for its check and builds only if it failed or the group is not
+    carried: the calls name the groups they carry, and a job needing another never waits."""
     jobs = {j.name: j for j in gr.JOBS}
     carried, build = jobs["llamacpp-carried"], jobs["llamacpp"]
     assert "group:llamacpp" in carried.needs and build.after == ("llamacpp-carried",)
     _mark(gr, "llamacpp-source", "ok")
-    groups: dict[str, dict[str, bool]] = {}
-    assert gr._ready(build, groups, ["llamacpp-source", "llamacpp-carried", "llamacpp"]) \
-        is False
-    assert gr._ready(build, groups, ["llamacpp-source", "llamacpp"]) is True
-    for visit, names in gr.VISITS.items():  # every visit that builds llama.cpp can carry it
+    parts = {"base": {"whole": True}}
+    visit = gr.VISITS["smollm2-llamacpp"]
+    assert gr._ready(build, parts, visit) is False  # waits for the carried build's check
+    assert gr._ready(carried, parts, visit) is False  # its group may still come
+    assert gr._ready(carried, parts, visit, {"base", "smollm2"}) is None  # it never comes
+    _mark(gr, "llamacpp-carried", "failed")
+    assert gr._ready(build, parts, visit, {"base", "smollm2"}) is True  # so it builds there
+    assert gr._ready(build, parts, ["llamacpp-source", "llamacpp"]) is True  # no such job
+    for name, names in gr.VISITS.items():  # every visit that builds llama.cpp can carry it
         if "llamacpp" in names:
-            assert "llamacpp-carried" in names, visit
+            assert "llamacpp-carried" in names, name
+    # the first call tells the machine which groups come
+    calls = gr.device_calls([gr.REPO / ".device/parts/base-00"], "smollm2", ["base", "vllm"])
+    assert all("--groups base,vllm" in c["command"] for c in calls)
+    # without the group the visit still runs (the build there); without a run's group not
+    assert gr.never_run("smollm2-llamacpp", {"base", "smollm2"}) == {
+        "llamacpp-carried": "group llamacpp is not carried"}
+    assert gr.never_run("smollm2", {"base", "llamacpp"}) == {
+        "vllm-env": "group vllm is not carried", "smollm2": "group smollm2 is not carried",
+        "smollm2-run": "vllm-env will not run"}
+    args = gr.argparse.Namespace(groups=["base", "llamacpp"], visit="smollm2",
+                                 python=["3.12"], force=False, openjet=gr.OPENJET,
+                                 llamacpp_build=gr.gpu_llamacpp.BUILT)
+    with pytest.raises(SystemExit, match="would not run smollm2-run: vllm-env will not run"):
+        gr.stage(args)
     # the short visit: the llama.cpp half of SmolLM2 alone, from the carried build
     assert gr.RUN_VARIANTS["smollm2-llamacpp"] == ("llamacpp-draft", "llamacpp-nospec")
     recipe = load_recipe(gr.REPO / gr.RUNS["smollm2-llamacpp"])
     kinds = {name: v.engine.kind for name, v in recipe.variant_recipes()}
     assert all(kinds[n] == "llamacpp" for n in gr.RUN_VARIANTS["smollm2-llamacpp"])
-    # a visit whose jobs need a group the calls would not carry is refused before packing
-    args = gr.argparse.Namespace(groups=["base", "smollm2"], visit="smollm2-llamacpp",
-                                 python=["3.12"], force=False, openjet=gr.OPENJET,
-                                 llamacpp_build=gr.gpu_llamacpp.BUILT)
-    with pytest.raises(SystemExit, match="needs the groups llamacpp: add them to --groups"):
-        gr.stage(args)

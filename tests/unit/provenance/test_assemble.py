@@ -94,12 +94,18 @@ def test_a_gpu_the_plan_did_not_size_is_named() -> None:
             "engine": {"kind": "vllm"}, "plan": {"gpu": gpu}, "scenarios": [{"name": "a"}]})
 
     assert hardware_mismatches(recipe("H200"), environment(None)) == [
-        "GPU 0 is not the plan's H200 ('NVIDIA H100 80GB HBM3' is not a H200; 79.6 GiB "
-        "against the H200's 139.8): the plan's KV budget and decode floor are for that GPU; "
-        "set plan.gpu to this one"]
+        "GPU 0 ('NVIDIA H100 80GB HBM3', 79.6 GiB, is the H100-SXM) is not the plan's H200 "
+        "(139.8 GiB, 4,800 GB/s): the plan's KV budget and decode floor are the H200's; give "
+        "plan.gpu: H100-SXM"]
     for same in ("H100", "h100-sxm", "H100-SXM"):
         assert hardware_mismatches(recipe(same), environment(None)) == [], same
-    pcie = recipe("H100-PCIe")  # the same memory, another board: named by its words
+    pcie = recipe("H100-PCIe")  # the same memory, another board: told apart by its words
     assert hardware_mismatches(pcie, environment(None)) == [
-        "GPU 0 is not the plan's H100-PCIe ('NVIDIA H100 80GB HBM3' is not a H100-PCIe): the "
-        "plan's KV budget and decode floor are for that GPU; set plan.gpu to this one"]
+        "GPU 0 ('NVIDIA H100 80GB HBM3', 79.6 GiB, is the H100-SXM) is not the plan's "
+        "H100-PCIe (79.2 GiB, 2,000 GB/s): the plan's KV budget and decode floor are the "
+        "H100-PCIe's; give plan.gpu: H100-SXM"]
+    unknown = environment(None)
+    unknown.hardware.gpus[0] = unknown.hardware.gpus[0].model_copy(
+        update={"name": "Tesla T4", "memory_total_gib": 14.6})
+    assert hardware_mismatches(recipe("H100"), unknown)[0].endswith(
+        "give plan.gpu_memory_gib and plan.gpu_bandwidth_gbs for this one")
