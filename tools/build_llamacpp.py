@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         env["CUDACXX"] = nvcc
         flags += ["-DGGML_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={args.cuda_arch}"]
     stub = work / "stub" / "libcuda.so"
-    if backend == "cuda" and args.cuda_libs is not None:
+    if args.cuda_libs is not None:  # a CUDA build (checked above)
         stub.parent.mkdir(parents=True, exist_ok=True)
         flags += cuda_lib_flags(args.cuda_libs.resolve(), stub)
     log(f"llama.cpp {commit[:9]} (build {build_number}) from llama-cpp-python "
@@ -310,9 +310,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"-DCMAKE_MAKE_PROGRAM={ninja}", *flags], check=True, env=env)
     seconds["configure"] = round(time.monotonic() - t0, 1)
     t0 = time.monotonic()
-    stubbed: list[str] = []
-    if backend == "cuda" and args.cuda_libs is not None:
-        stubbed = driver_stub(build, cmake, env, args.jobs, stub)
+    stubbed = driver_stub(build, cmake, env, args.jobs, stub) if args.cuda_libs else []
     targets = ["llama-server", *args.also]
     subprocess.run([cmake, "--build", str(build), "--target", *targets, "-j",
                     str(args.jobs)], check=True, env=env)
@@ -339,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
                            "job runs it before use"),
     }
     if stubbed:
-        record["cuda_libs"] = {"driver_stub": stubbed, "rpath": "$ORIGIN/../lib"}
+        record["cuda_libs"] = {"driver_stub": stubbed, "rpath": RUNPATH}
     (out / "BUILD.json").write_text(json.dumps(record, indent=2) + "\n")
     if not args.keep_work:
         shutil.rmtree(work)

@@ -4,8 +4,9 @@ be built here … checked there before use, falling back to building there").
 Here, off the GPU's clock: ``tools/build_llamacpp.py --backend cuda --cuda-arch 90
 --cuda-libs DIR`` compiles ``llama-server`` and ``llama-quantize`` for sm_90 with nvcc and
 cuBLAS from pip's wheels (no GPU, no driver: a stub ``libcuda.so.1``); :func:`stage_files`
-packs them as the ``llamacpp`` group (about 25 MiB compressed), which saves the visit the
-4 to 7 minutes of its build there (docs/gpu-run.md).
+packs them as the ``llamacpp`` group (uncompressed: two 40 MiB parts for llama-server, four
+with llama-quantize), which saves the visit the 4 to 7 minutes of its build there
+(docs/gpu-run.md).
 
 There (job ``llamacpp-carried``): :func:`install` puts them where the recipes name them,
 links each CUDA library the loader does not find into ``lib/`` beside ``bin/`` (the binary's
@@ -85,8 +86,8 @@ def _ask(server: Path, flag: str) -> str:
 def install(group: Path, dest: Path, dirs: tuple[str, ...] = CUDA_DIRS) -> dict[str, Any]:
     """The carried programs into ``dest/bin``, what the loader misses linked into
     ``dest/lib``, then ``llama-server --version`` and ``--list-devices`` run (a CUDA device
-listed). Returns what was done (written to
-    ``dest/CARRIED.json``); raises ``SystemExit`` with the reason when it cannot serve."""
+    listed). Returns what was done (written to ``dest/CARRIED.json``); raises ``SystemExit``
+    with the reason when it cannot serve."""
     (dest / "bin").mkdir(parents=True, exist_ok=True)
     for exe in sorted((group / "bin").iterdir()):
         shutil.copy2(exe, dest / "bin" / exe.name)

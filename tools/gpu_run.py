@@ -383,7 +383,7 @@ def job_llamacpp() -> None:
 
 def job_llamacpp_carried() -> None:
     """The ``llamacpp`` group (built here for sm_90, :mod:`gpu_llamacpp`) where the recipes
-    name it, its CUDA libraries found, ``--version`` run on the GPU."""
+    name it, its CUDA libraries found, a CUDA device listed by it on the GPU."""
     record = gpu_llamacpp.install(GROUPS / "llamacpp", LLAMACPP)
     log(f"llamacpp-carried: {record['version_output'].splitlines()[-1]}; linked "
         f"{', '.join(record['linked']) or 'nothing'}")
@@ -667,7 +667,7 @@ def never_run(visit: str, carried: set[str]) -> dict[str, str]:
     while grew:
         grew = False
         for job in (j for j in chosen if j.name not in out):
-            for need in job.needs:
+            for need in job.needs:  # the first need, in order, that cannot be met
                 group = need[6:] if need.startswith("group:") else None
                 if (group is not None and group not in carried) or need in out:
                     out[job.name] = (f"group {group} is not carried" if group is not None
@@ -675,6 +675,12 @@ def never_run(visit: str, carried: set[str]) -> dict[str, str]:
                     grew = True
                     break
     return out
+
+
+def _uncarried(job: Job, carried: set[str] | None) -> list[str]:
+    """The groups ``job`` needs that are not among the ``carried`` (none when not said)."""
+    return [n[6:] for n in job.needs if n.startswith("group:")
+            and carried is not None and n[6:] not in carried]
 
 
 def carried_groups() -> set[str] | None:
@@ -688,10 +694,10 @@ def _ready(job: Job, groups: dict[str, Any], visit: Sequence[str] | None = None,
     """True: start it; False: not yet; None: never (something it needs failed, or a group
     it needs is not among the ``carried``). ``visit``: the visit's job names (an ``after``
     job outside it never runs; default all)."""
+    if _uncarried(job, carried):
+        return None
     for need in job.needs:
         if need.startswith("group:"):
-            if carried is not None and need[6:] not in carried:
-                return None
             if not groups.get(need[6:], {}).get("whole"):
                 return False
         elif state(need) == "failed":
@@ -716,14 +722,13 @@ def drive(args: argparse.Namespace) -> int:
                     f"{time.time()}\n")
                 del running[name]
         jobs = visit_jobs()
+        carried = carried_groups()
         for job in jobs:
             if state(job.name) != "waiting" or job.name in running:
                 continue
-            carried = carried_groups()
             ready = _ready(job, groups, [j.name for j in jobs], carried)
             if ready is None:
-                missing = [n[6:] for n in job.needs if n.startswith("group:")
-                           and carried is not None and n[6:] not in carried]
+                missing = _uncarried(job, carried)
                 why = (f"group {missing[0]} is not carried this visit" if missing
                        else "a job it needs failed")
                 (JOBS_DIR / f"{job.name}.failed").write_text(f"{NEVER_RAN}: {why}\n")
