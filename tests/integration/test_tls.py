@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -224,6 +225,27 @@ def test_a_tls_server_that_closes_after_each_stream_fails_no_request(
     result, _ = run(server, tmp_path, tiny_model, tls_files, output_len=4, num_prompts=40,
                     max_concurrency=concurrency, num_warmups=1)
     assert result.completed == 40 and result.failed == 0, result.errors
+
+
+def test_a_close_read_with_the_answers_end_is_learned(https: Callable[..., Any],
+                                                      tls_files: TlsFiles) -> None:
+    """A server's close_notify read in one go with its last chunk (a busy client reads late)
+    closes the connection inside the request: that is the server closing after every
+    response, learned as a close found on release is."""
+    server = https("--ttft-ms", "1", "--itl-ms", "1", "--close-after-stream", "0")
+
+    async def go() -> ConnectionPool:
+        pool = ConnectionPool(Endpoint.parse(server.url, ca_bundle=tls_files.cert), 1, 5.0)
+        await pool.open()
+        # the loop stalls once the request is out: the answer and the close wait in the
+        # socket and come in one read (a server slower than that is caught on release)
+        asyncio.get_running_loop().call_soon(time.sleep, 0.3)
+        capture, served = await _request(pool)
+        assert capture.status == 200 and not capture.error and served == 1, capture.error
+        pool.close()
+        return pool
+
+    assert asyncio.run(go()).server_closes
 
 
 def test_keep_alive_over_tls_uses_one_connection(https: Callable[..., Any],

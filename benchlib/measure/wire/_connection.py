@@ -76,6 +76,10 @@ class Connection:
         #: its last request ended as a whole, successful response (the load generator sets
         #: it): a server that closes such a connection at once closes after every response
         self.last_ok = False
+        #: the server's close came with its last answer's end (over TLS a ``close_notify``
+        #: read with the final chunk): the connection is closed already, and the close is
+        #: the server's, right behind a whole answer
+        self.closed_behind_answer = False
 
     @classmethod
     async def open(cls, endpoint: Endpoint, timeout: float,
@@ -170,10 +174,11 @@ class Connection:
             self._done = None
         if unsent is not None and capture.error == closed_message(None):  # no answer, and a
             capture.error = unsent  # close (not a reset) read: the failed send says more
-        if (unsent is None and conn.our_state is h11.DONE and conn.their_state is h11.DONE
-                and conn.trailing_data == (b"", False)):  # bytes past the answer (the next
+        whole = unsent is None and conn.our_state is h11.DONE and conn.their_state is h11.DONE
+        if whole and conn.trailing_data == (b"", False):  # bytes past the answer (the next
             conn.start_next_cycle()  # would read them as its own) or a close: not reused
         else:
+            self.closed_behind_answer = whole and conn.trailing_data == (b"", True)
             self.close()
 
     def _finish(self, error: str | None = None) -> None:

@@ -29,8 +29,8 @@ MAX_IDLE_S = 4.0
 #: a server that closes a connection this soon after a whole, successful response closes
 #: after every response (idle timeouts are seconds: uvicorn's is 5 s)
 CLOSE_WINDOW_S = 0.1
-#: how long the warmups' connections are watched for such a close before the timed phase
-SETTLE_S = 0.02
+#: how often the warmups' connections are looked at for such a close before the timed phase
+SETTLE_S = 0.002
 
 
 class ConnectionPool:
@@ -87,14 +87,15 @@ class ConnectionPool:
         close idle keep-alive connections (uvicorn, under vLLM and SGLang, after 5 s), and one
         that closes just as a request goes out fails that request "before responding". A
         server caught closing connections after whole responses (:attr:`server_closes`) gets
-        a new connection per request from then on. No request waits for any of this beyond
+        a new connection per request from then on (one that already served a response is
+        not reused, even if its close has not arrived yet). No request waits for any of this beyond
         a connect, and the connect happens before the request's clock starts.
         """
         now = time.perf_counter()
         while self._idle:
             conn = self._idle.pop()
             idle = now - conn.idle_since
-            if conn.reusable and idle < MAX_IDLE_S:
+            if conn.reusable and idle < MAX_IDLE_S and not (self.server_closes and conn.served):
                 if not conn.hung_up():
                     return conn
                 self._learn(conn, idle)
@@ -117,17 +118,27 @@ class ConnectionPool:
         return len(stale)
 
     async def settle(self) -> None:
-        """Give the connections the warmups used :data:`SETTLE_S` to be closed by a
-        server that closes after every response, and learn it before the timed phase (the
-        wait is outside every request's clock and outside the run's duration)."""
+        """Watch the connections the warmups used until :data:`CLOSE_WINDOW_S` after the last
+        of their responses, so a server that closes after every response is learned before
+        the timed phase (the wait is outside every request's clock and the run's duration).
+
+        Watched, not looked at once: on a busy 2-core machine a server's close may come tens
+        of milliseconds after its last chunk, and a close missed here costs the first timed
+        request sent on that connection. The watch ends at the first close; a server that
+        keeps its connections open costs the whole window, once per run.
+        """
         if self.server_closes or not any(c.served for c in self._idle):
             return
-        await asyncio.sleep(SETTLE_S)
-        now = time.perf_counter()
-        for conn in [c for c in self._idle if c.served and c.hung_up()]:
-            self._learn(conn, now - conn.idle_since)
-            self._idle.remove(conn)
-            conn.close()
+        deadline = max(c.idle_since for c in self._idle if c.served) + CLOSE_WINDOW_S
+        looked = time.perf_counter()
+        while not self.server_closes and looked < deadline:
+            await asyncio.sleep(SETTLE_S)
+            # the close came after the previous look: within the window if that look was
+            for conn in [c for c in self._idle if c.served and c.hung_up()]:
+                self._learn(conn, max(0.0, looked - conn.idle_since))
+                self._idle.remove(conn)
+                conn.close()
+            looked = time.perf_counter()
 
     def _learn(self, conn: Connection, idle: float) -> None:
         """A connection found closed ``idle`` s after a whole, successful response: within
@@ -145,13 +156,15 @@ class ConnectionPool:
 
     def release(self, conn: Connection) -> None:
         """Keep ``conn`` for the next request, unless it cannot carry one: its response was
-        cut, the server closed it (checked now, after the request's clock stopped) or the
-        server is known to close after every response."""
+        cut, the server closed it (checked now, after the request's clock stopped, or read
+        with the answer's end) or the server is known to close after every response."""
         if conn.reusable and not self.server_closes:
             if not conn.hung_up():
                 conn.idle_since = time.perf_counter()
                 self._idle.append(conn)
                 return
+            self._learn(conn, 0.0)
+        elif conn.closed_behind_answer:
             self._learn(conn, 0.0)
         conn.close()
 
