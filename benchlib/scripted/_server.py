@@ -301,15 +301,18 @@ class ScriptedServer:
                 peer, fault, row):
             return
         options = payload.get("stream_options") or {}
+        # when the kernel had each write after the last content (usage, [DONE], the end): a
+        # client that reads the last content late may read it with the next, under its stamp
+        tail: list[int] = row.setdefault("tail_writes_ns", [])
         if cfg.usage and isinstance(options, dict) and options.get("include_usage"):
             prompt_tokens = prompt_chars(payload) // 4 + 1  # never the dataset's count
             cache = {} if self._cache is None else {"timings": self._cache.timings(payload)}
-            await self._event(peer, {**base, "choices": [], "usage": {
+            tail.append(await self._event(peer, {**base, "choices": [], "usage": {
                 "prompt_tokens": prompt_tokens, "completion_tokens": n,
-                "total_tokens": prompt_tokens + n}, **cache})
+                "total_tokens": prompt_tokens + n}, **cache}))
         if fault != "no-done":
-            await peer.event(b"[DONE]")
-        await peer.write(h11.EndOfMessage())
+            tail.append(await peer.event(b"[DONE]"))
+        tail.append(await peer.write(h11.EndOfMessage()))
         self._record(row)
 
     async def _mid_stream(self, peer: _Peer, fault: FaultKind, row: dict[str, Any]) -> bool:
