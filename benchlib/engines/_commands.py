@@ -11,6 +11,7 @@ of a multi-node engine runs is :mod:`._cluster`'s.
 
 from __future__ import annotations
 
+import random
 import shlex
 import socket
 from dataclasses import dataclass, field
@@ -48,8 +49,36 @@ class LaunchPlan:
         return [expand_env(a, "engine.args") for a in self.argv]
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port nobody listens on right now."""
+#: where Linux says its ephemeral ports are (what ``connect`` and ``bind(0)`` hand out)
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+#: ports below this are left to system services
+_LOWEST_PICK = 20000
+
+
+def free_port(host: str = "127.0.0.1", ephemeral: Path = EPHEMERAL_RANGE_FILE) -> int:
+    """A port nobody listens on right now, for an engine to bind in a moment.
+
+    Taken from below the ephemeral range where there is room (``[20000, low)``), not from
+    ``bind(0)``: between this check and the engine's bind, any outgoing connection on the
+    host (a load test's thousand) may be handed an ephemeral port, and one handed this one
+    would stop the engine with "address already in use". Only another picker could take a
+    port out of that range, and it checks by binding too. Where the range cannot be read
+    (not Linux) or leaves no room, ``bind(0)``.
+    """
+    try:
+        low = int(ephemeral.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    if low - _LOWEST_PICK >= 1000:
+        picks = random.SystemRandom()
+        for _ in range(64):
+            port = picks.randrange(_LOWEST_PICK, low)
+            with socket.socket() as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    continue
+                return port
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])

@@ -9,7 +9,6 @@ clock offset of each node measured and reported, every record in the one file.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -18,24 +17,18 @@ from typing import Any
 
 import pytest
 
+from benchlib.engines import free_port
 from benchlib.measure import MeasureResult, read_requests, requests_path
 
 from ..conftest import REPO, ScriptedServerProcess
 from ._truth import errors_vs_truth
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _node() -> dict[str, Any]:
     # fixed agent ports: a raylet given port 0 waits for its agents to write theirs, and on
     # two busy cores the metrics agent's start can outlast Ray's 30 s registration limit
-    return {"num_cpus": 1, "object_store_memory": 80 * 2**20, "metrics_agent_port": _free_port(), "runtime_env_agent_port": _free_port(),
-            "dashboard_agent_listen_port": _free_port(), "metrics_export_port": _free_port()}
+    return {"num_cpus": 1, "object_store_memory": 80 * 2**20, "metrics_agent_port": free_port(), "runtime_env_agent_port": free_port(),
+            "dashboard_agent_listen_port": free_port(), "metrics_export_port": free_port()}
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +84,7 @@ def test_a_wrong_address_says_how_to_start_a_cluster(tmp_path: Path, tiny_model:
     proc = subprocess.run(
         [sys.executable, "-m", "benchlib", "measure", "--base-url", "http://127.0.0.1:9",
          "--model", "m", "--tokenizer", str(tiny_model), "--num-prompts", "2",
-         "--ray-address", f"127.0.0.1:{_free_port()}", "--disable-tqdm"],
+         "--ray-address", f"127.0.0.1:{free_port()}", "--disable-tqdm"],
         capture_output=True, text=True, timeout=60, cwd=REPO)
     assert proc.returncode == 2, proc.stderr
     assert "--ray-address" in proc.stderr and "nothing answers" in proc.stderr
