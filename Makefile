@@ -152,13 +152,22 @@ lm-eval: $(LM_EVAL)/.ok
 test-deps:
 	$(MAKE) -j4 llamacpp setup engine model-gguf real-model browser lm-eval
 
-test: test-deps model lint
-	BENCHLIB_CHROMIUM=$(CHROMIUM) BENCHLIB_LM_EVAL_PYTHON=$(CURDIR)/$(LM_EVAL)/bin/python \
+# what the tests are told about the engines, models and tools make test prepared
+TEST_ENV := BENCHLIB_CHROMIUM=$(CHROMIUM) BENCHLIB_LM_EVAL_PYTHON=$(CURDIR)/$(LM_EVAL)/bin/python \
 	BENCHLIB_ENGINE_PYTHON=$(CURDIR)/$(ENGINE)/bin/python BENCHLIB_TINY_MODEL=$(CURDIR)/$(MODEL) \
 	BENCHLIB_LLAMA_SERVER=$(CURDIR)/$(LLAMACPP)/bin/llama-server \
 	BENCHLIB_TINY_GGUF=$(CURDIR)/$(GGUF) \
-	BENCHLIB_REAL_MODEL=$(CURDIR)/$(REAL) BENCHLIB_REAL_GGUF=$(CURDIR)/$(REAL_GGUF) \
-		$(VENV)/bin/pytest -q -rs --durations=25 tests
+	BENCHLIB_REAL_MODEL=$(CURDIR)/$(REAL) BENCHLIB_REAL_GGUF=$(CURDIR)/$(REAL_GGUF)
+
+# two passes (tests/_serial.py): everything that does not need the CPU to itself on both cores
+# (a module per worker at a time, real engines one at a time), then the serial tests alone;
+# both always run, and either failing fails. The vLLM flag cache is built once, first.
+test: test-deps model lint
+	$(TEST_ENV) $(VENV)/bin/benchlib run --check params/demo.yaml > /dev/null
+	status=0; \
+	$(TEST_ENV) $(VENV)/bin/pytest -q -rs --durations=25 -n 2 --dist loadgroup -m "not serial" tests || status=1; \
+	$(TEST_ENV) $(VENV)/bin/pytest -q -rs --durations=25 -n 0 -m serial tests || status=1; \
+	exit $$status
 
 # GuideLLM for the accuracy benchmark, in its own environment (it pulls a CUDA torch build:
 # about 6 GB; benchmark only, never CI)

@@ -1,5 +1,6 @@
 """Shared fixtures: the tiny model (generated once per session) and the scripted server; the
-run's closing list of every skip with its reason."""
+marks that split make test into its parallel and serial passes; the run's closing list of
+every skip with its reason."""
 
 from __future__ import annotations
 
@@ -14,15 +15,20 @@ import pytest
 from hypothesis import settings
 
 from benchlib.models import make_tiny_model
+from tests import _serial
 from tests._tls_files import TlsFiles, make_tls_files
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Mutation testing (tools/mutation.py) runs each mutant against the same examples: a mutant is
-# then killed or not on every run alike, never by a lucky draw. Elsewhere Hypothesis draws anew.
-settings.register_profile("mutation", derandomize=True, database=None)
-if os.environ.get("BENCHLIB_HYPOTHESIS_PROFILE") == "mutation":
-    settings.load_profile("mutation")
+# No example has a deadline: on two shared cores (make test's parallel pass) a descheduled
+# example would fail as "too slow", which says nothing of the code. Mutation testing
+# (tools/mutation.py) runs each mutant against the same examples: a mutant is then killed or
+# not on every run alike, never by a lucky draw. Elsewhere Hypothesis draws anew.
+settings.register_profile("benchlib", deadline=None)
+settings.register_profile("mutation", parent=settings.get_profile("benchlib"), derandomize=True,
+                          database=None)
+mutation = os.environ.get("BENCHLIB_HYPOTHESIS_PROFILE") == "mutation"
+settings.load_profile("mutation" if mutation else "benchlib")
 
 
 @pytest.fixture(scope="session")
@@ -87,6 +93,12 @@ def scripted(tmp_path: Path) -> Iterator[Callable[..., ScriptedServerProcess]]:
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m reads the marks, and before pytest-xdist's
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:  # turns groups into ids
+    """make test's two passes (tests/_serial.py): the ``serial`` marks and the groups."""
+    _serial.apply(items)
 
 
 @pytest.hookimpl(trylast=True)

@@ -18,7 +18,10 @@ def test_make_test_lists_skips() -> None:
 
 def test_a_run_ends_with_its_skips_and_reasons(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text((REPO / "tests" / "conftest.py").read_text()
-                                          .replace("from tests._tls_files", "from _tls"))
+                                          .replace("from tests._tls_files", "from _tls")
+                                          .replace("from tests import _serial",
+                                                   "import _serial"))
+    (tmp_path / "_serial.py").write_text((REPO / "tests" / "_serial.py").read_text())
     (tmp_path / "_tls.py").write_text("TlsFiles = object\ndef make_tls_files(p): ...\n")
     (tmp_path / "test_x.py").write_text(
         "import pytest\n"
