@@ -9,7 +9,8 @@ engines (pinned to CPU 0, minutes to start) share one group, so two never start 
 every other module is its own group, so a module's fixtures are built once.
 
 :func:`apply` marks the collected items; an entry naming a test its collected module no longer
-has is an error, so a renamed test cannot slip into the parallel pass unnoticed.
+defines is an error (whichever of its tests were chosen), so a renamed test cannot slip into
+the parallel pass unnoticed.
 """
 
 from __future__ import annotations
@@ -107,16 +108,18 @@ ENGINE_MODULES = (
 def apply(items: Sequence[pytest.Item]) -> None:
     """Mark ``serial`` what the tables name and give every test its ``xdist_group`` (its
     module's, or ``engines``); raise if a table names a test its collected module lacks."""
-    names: dict[str, set[str]] = {}
+    modules: dict[str, object] = {}
     for item in items:
         module, _, rest = item.nodeid.partition("::")
         function = rest.split("[", 1)[0].split("::")[-1]
-        names.setdefault(module, set()).add(function)
+        if isinstance(item, pytest.Function):  # the module itself: one test may be chosen
+            modules[module] = item.module
         if module in SERIAL_MODULES or (module, function) in SERIAL_TESTS:
             item.add_marker(pytest.mark.serial)
         if item.get_closest_marker("xdist_group") is None:
             group = "engines" if module in ENGINE_MODULES else module
             item.add_marker(pytest.mark.xdist_group(group))
-    gone = [f"{m}::{f}" for m, f in SERIAL_TESTS if m in names and f not in names[m]]
+    gone = [f"{m}::{f}" for m, f in SERIAL_TESTS if m in modules
+            and not hasattr(modules[m], f)]
     if gone:
         raise pytest.UsageError(f"tests/_serial.py names tests that do not exist: {gone}")

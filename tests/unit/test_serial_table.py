@@ -55,3 +55,14 @@ def test_a_listed_test_gone_from_its_module_stops_the_run(tmp_path: Path) -> Non
     assert proc.returncode != 0
     said = proc.stdout + proc.stderr
     assert f"tests/_serial.py names tests that do not exist: ['{FAULTS}::{LISTED[0]}']" in said
+
+
+def test_one_test_of_a_listed_module_can_be_chosen(tmp_path: Path) -> None:
+    """Choosing one test by its id leaves the module's other listed tests uncollected, not gone."""
+    root = _suite(tmp_path, "".join(f"def {f}():\n    pass\n" for f in LISTED))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "--collect-only", "--rootdir", str(root),
+                           f"{root / FAULTS}::{LISTED[0]}"], capture_output=True, text=True,
+                          cwd=root, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+                          check=False)
+    assert proc.returncode == 0 and "1 test collected" in proc.stdout, proc.stdout + proc.stderr
