@@ -32,10 +32,12 @@ def _suite(tmp_path: Path, faults: str) -> Path:
     return tmp_path
 
 
-def _collect(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _collect(root: Path, *args: str, target: str = "tests"
+             ) -> subprocess.CompletedProcess[str]:
+    """pytest --collect-only of ``target`` (a folder or a test id under ``root``)."""
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "--collect-only", "--rootdir", str(root),
-                           *args, str(root / "tests")], capture_output=True, text=True,
+                           *args, str(root / target)], capture_output=True, text=True,
                           cwd=root, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
                           check=False)
 
@@ -60,9 +62,5 @@ def test_a_listed_test_gone_from_its_module_stops_the_run(tmp_path: Path) -> Non
 def test_one_test_of_a_listed_module_can_be_chosen(tmp_path: Path) -> None:
     """Choosing one test by its id leaves the module's other listed tests uncollected, not gone."""
     root = _suite(tmp_path, "".join(f"def {f}():\n    pass\n" for f in LISTED))
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           "--collect-only", "--rootdir", str(root),
-                           f"{root / FAULTS}::{LISTED[0]}"], capture_output=True, text=True,
-                          cwd=root, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
-                          check=False)
+    proc = _collect(root, target=f"{FAULTS}::{LISTED[0]}")
     assert proc.returncode == 0 and "1 test collected" in proc.stdout, proc.stdout + proc.stderr
