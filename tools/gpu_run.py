@@ -560,12 +560,19 @@ JOBS: tuple[Job, ...] = (
     Job("gguf", needs=("draft", "llamacpp-source")),
     Job("tiny", needs=("venv",)),
     Job("vllm-env", needs=("group:vllm",)),
+    # the demo's real model on both CUDA engines (issue 34): made there from the wheel; the
+    # run starts with vLLM's variants once every part is in and vLLM is installed (and the
+    # random target, where the visit makes one, has left the GPU), while llama.cpp builds
+    # beside them (its variants come last); in the `issue34` visit the comparison follows it
+    Job("smollm2", needs=("group:smollm2", "venv", "llamacpp-source")),
+    Job("smollm2-run", needs=("venv", "vllm-env", "smollm2", "group:vllm"), after=("target",),
+        gpu=True),
     # the start-only shapes use the GPU while llama.cpp builds and the GGUFs are written,
     # then hand it to the comparison at a variant boundary, and finish after it
     Job("memory-first", needs=("venv", "vllm-env", "tiny"), after=("target",), gpu=True,
         yields_when=("llamacpp", "gguf", "draft")),
     Job("compare", needs=("venv", "vllm-env", "llamacpp", "gguf", "draft"),
-        after=("memory-first",), gpu=True),
+        after=("memory-first", "smollm2-run"), gpu=True),
     Job("memory", needs=("venv", "vllm-env", "tiny"), after=("compare",), gpu=True,
         resumes="memory-first"),
     # the short visit's one run: vLLM alone, eager, on a shape held apart from the overhead fit
@@ -584,11 +591,6 @@ JOBS: tuple[Job, ...] = (
     Job("gguf27", needs=("llamacpp-source", "tiny")),
     Job("seed003", needs=("venv", "tiny", "vllm-env", "openjet", "gguf27", "group:vllm"),
         gpu=True),
-    # the demo's real model on both CUDA engines (issue 34): made there from the wheel; the
-    # run starts with vLLM's variants once every part is in and vLLM is installed, while
-    # llama.cpp builds beside them (its variants come last)
-    Job("smollm2", needs=("group:smollm2", "venv", "llamacpp-source")),
-    Job("smollm2-run", needs=("venv", "vllm-env", "smollm2", "group:vllm"), gpu=True),
     # its llama.cpp half alone (`benchlib run --variants`), for a visit too short for vLLM's
     # bundle; a later smollm2 visit runs the whole recipe
     Job("smollm2-llamacpp", needs=("venv", "smollm2", "llamacpp"), gpu=True),
@@ -622,6 +624,10 @@ VISITS: dict[str, tuple[str, ...]] = {
                 "openjet", "gguf27", "seed003"),
     "smollm2": ("venv", "llamacpp-source", "llamacpp-carried", "llamacpp", "vllm-env",
                 "smollm2", "smollm2-run"),
+    # issue 34 in one machine's start: SmolLM2 on both engines, then the Llama-3-8B-shaped
+    # comparison (the random target and its draft made while vLLM's parts arrive)
+    "issue34": ("venv", "llamacpp-source", "llamacpp-carried", "llamacpp", "target", "draft",
+                "gguf", "vllm-env", "smollm2", "smollm2-run", "compare"),
     "smollm2-llamacpp": ("venv", "llamacpp-source", "llamacpp-carried", "llamacpp", "smollm2",
                          "smollm2-llamacpp"),
     "seed001": ("venv", "tiny", "sglang-env", "sglang-flags", "seed001"),

@@ -59,7 +59,8 @@ def test_a_job_waits_for_what_it_needs_and_never_runs_after_a_failure(gr: Module
         _mark(gr, name, "ok")
     assert gr._ready(compare, groups) is False  # memory-first has not ended
     _mark(gr, "memory-first", "failed")  # ended either way: the GPU is free
-    assert gr._ready(compare, groups) is True
+    assert gr._ready(compare, groups) is False  # smollm2-run may hold it (issue34's visit)
+    assert gr._ready(compare, groups, gr.VISITS["full"]) is True  # not in this visit
     _mark(gr, "llamacpp", "failed")
     (gr.JOBS_DIR / "llamacpp.ok").unlink()
     assert gr._ready(compare, groups) is None
@@ -191,6 +192,27 @@ def test_the_smollm2_visit_makes_the_demo_model_there_and_runs_vllm_first(
     assert kinds == ["vllm", "vllm", "llamacpp", "llamacpp"]
     paths = {str(v.model.local_path) for _, v in recipe.variant_recipes()}
     assert all(str(gr.MODELS.relative_to(gr.REPO)) in p for p in paths)
+def test_issue_34s_visit_runs_smollm2_then_the_comparison_on_one_machine(
+        gr: ModuleType) -> None:
+    """Issue 34 in one machine start: SmolLM2 on both engines once the random target has left
+    the GPU, then the Llama-3-8B-shaped comparison; the comparison's variants put both
+    engines with speculation off and on before vLLM's third start, so a visit cut short
+    keeps the side by side."""
+    (gr.JOBS_DIR / "visit").write_text("issue34\n")
+    jobs = {j.name: j for j in gr.visit_jobs()}
+    assert [n for n, j in jobs.items() if j.gpu] == ["target", "smollm2-run", "compare"]
+    assert "target" in jobs["smollm2-run"].after and "smollm2-run" in jobs["compare"].after
+    calls = gr.device_calls([gr.REPO / ".device/parts/base-00"], "issue34")
+    assert [c["command"].split("--wait ")[1].split()[0] for c in calls[1:]] == [
+        "smollm2-run", "compare"]
+    recipe = load_recipe(gr.REPO / gr.RUNS["compare"])
+    kinds = [(v.engine.kind, v.engine.speculative.on) for _, v in recipe.variant_recipes()]
+    first_four = kinds[:4]
+    assert sorted(first_four) == [("llamacpp", False), ("llamacpp", True), ("vllm", False),
+                                  ("vllm", True)]
+    assert len(kinds) == 5
+
+
 def test_seed_001s_visit_installs_sglang_asks_its_parser_then_runs(
         gr: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 36's visit: SGLang 0.5.15's parts (group sglang), its venv with sgl_kernel loaded
