@@ -37,6 +37,8 @@ __all__ = ["AccuracyResult", "gsm8k_task", "run_gsm8k"]
 TASK = "gsm8k_local"
 #: below this many items a score is a smoke test, not a measurement
 SMALL_SAMPLE = 100
+#: GSM8K's training split, whence lm-eval draws the shots
+TRAIN_ITEMS = 7473
 
 
 class AccuracyResult(BaseModel):
@@ -107,6 +109,25 @@ def _command(spec: AccuracySpec, base_url: str, model: str, task_dir: Path,
     return argv
 
 
+def _items(path: Path) -> int:
+    return sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+
+
+def caveat_for(n: int, stderr: float | None, train_items: int,
+               num_fewshot: int) -> str | None:
+    """Why a score may not mean what lm-eval's gsm8k means: too few items to measure, or
+    shots drawn from fewer training items than GSM8K's (lm-eval draws them from all 7,473
+    with its seed, so a short ``train.jsonl`` gives other shots)."""
+    said = []
+    if n < SMALL_SAMPLE:
+        said.append(f"{n} items: a smoke test, not a measurement (standard error "
+                    f"{float('nan') if stderr is None else stderr:.2f})")
+    if num_fewshot and train_items < TRAIN_ITEMS:
+        said.append(f"the {num_fewshot} shots are drawn from {train_items} training items, "
+                    f"not GSM8K's {TRAIN_ITEMS:,}: other shots than lm-eval's own gsm8k")
+    return "; ".join(said) or None
+
+
 def _scores(out: Path) -> dict[str, Any]:
     found = sorted(out.rglob("results_*.json"), key=lambda p: p.stat().st_mtime)
     if not found:
@@ -149,9 +170,8 @@ def run_gsm8k(spec: AccuracySpec, base_url: str, model: str, folder: Path,
     scores = data.get("results", {}).get(TASK, {})
     n = int((data.get("n-samples", {}).get(TASK) or {}).get("effective") or 0)
     samples = sorted(out.rglob(f"samples_{TASK}_*.jsonl"))
-    caveat = (f"{n} items: a smoke test, not a measurement (standard error "
-              f"{scores.get('exact_match_stderr,strict-match', float('nan')):.2f})"
-              if n < SMALL_SAMPLE else None)
+    caveat = caveat_for(n, scores.get("exact_match_stderr,strict-match"),
+                        _items(spec.data_dir / "train.jsonl"), spec.num_fewshot)
     shutil.rmtree(out / "__pycache__", ignore_errors=True)
     return AccuracyResult(
         task=TASK, lm_eval_version=data.get("lm_eval_version"), endpoint=spec.endpoint, n=n,

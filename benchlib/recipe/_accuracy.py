@@ -33,9 +33,10 @@ class AccuracySpec(BaseModel):
         "gsm8k", description="gsm8k: lm-eval's task; few_shot_gsm8k: SGLang's harness "
                              "(its prompt, shots, answer extraction), as seed 001's page ran")
     data_dir: Path = Field(description="folder with GSM8K's test.jsonl (and train.jsonl for "
-                                       "lm-eval's shots); params/data/gsm8k is a sample "
-                                       "(the test set's first 7 questions, 5 training "
-                                       "ones): a smoke test, said so in the result")
+                                       "lm-eval's shots); params/data/gsm8k: the whole "
+                                       "test set and 5 training items; "
+                                       "params/data/gsm8k-sample: 7 questions, a smoke "
+                                       "test, said so in the result")
     limit: int | None = Field(None, ge=1, description="items of test.jsonl to answer; "
                               "None: all (the cookbook: 200)")
     num_fewshot: int = Field(5, ge=0, description="worked examples in each prompt")

@@ -270,7 +270,7 @@ scenarios:
   - {{name: chat, endpoint: completions, input_len: 32, output_len: 8, concurrencies: [1],
       num_prompts: 2}}
 accuracy:
-  data_dir: params/data/gsm8k
+  data_dir: params/data/gsm8k-sample
   limit: 3
   num_fewshot: 2
   max_gen_toks: 48

@@ -1,7 +1,8 @@
 """SGLang's few_shot_gsm8k, as the kit renders and scores it: one rendered prompt against
 SGLang's own functions when sglang can be imported, else against its source's format
 (quoted below), the answer extraction, and the harness against the scripted server on the
-kit's 12-item sample (a smoke test, said so: 7 questions)."""
+kit's 12-item sample (a smoke test, said so: 7 questions) and on the shipped test set at
+the page's 200 questions."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from benchlib.accuracy._few_shot import INVALID, STOP
 from benchlib.recipe import AccuracySpec
 
 REPO = Path(__file__).resolve().parents[3]
-SAMPLE = REPO / "params" / "data" / "gsm8k"
+SAMPLE = REPO / "params" / "data" / "gsm8k-sample"
+#: GSM8K's whole test set, shipped (tools/gsm8k_test_set.py)
+TEST_SET = REPO / "params" / "data" / "gsm8k"
 LINES = [json.loads(line) for line in (SAMPLE / "test.jsonl").read_text(
     encoding="utf-8").splitlines() if line.strip()]
 
@@ -144,3 +147,18 @@ def test_seed_001_runs_the_harness_at_its_defaults() -> None:
     # the assumption printed beside its figures says the same parallelism
     said = [a for a in recipe.assumptions if a.setting == "accuracy.concurrency"]
     assert len(said) == 1 and said[0].value.startswith(f"{spec.concurrency} ")
+
+
+def test_the_shipped_test_set_answers_the_pages_200_questions(
+        scripted: Callable[..., Any], tmp_path: Path) -> None:
+    """Seed 001's data_dir holds GSM8K's whole test set: the page's 200 questions are asked
+    (the first 200, as SGLang takes them) and the score is a measurement, not a smoke test."""
+    server = scripted("--ttft-ms", "0", "--itl-ms", "0", "--model", "m")
+    spec = AccuracySpec(task="few_shot_gsm8k", data_dir=TEST_SET, limit=PAGE_QUESTIONS,
+                        num_fewshot=5, max_gen_toks=4, concurrency=64)
+    result = run_few_shot_gsm8k(spec, server.url, "m", tmp_path)
+    assert result.n == PAGE_QUESTIONS and result.caveat is None and result.failed == 0
+    rows = [json.loads(line) for line in (tmp_path / result.samples).read_text().splitlines()]
+    full = [json.loads(line) for line in (TEST_SET / "test.jsonl").read_text(
+        encoding="utf-8").splitlines()]
+    assert [r["label"] for r in rows] == [answer_value(x["answer"]) for x in full[:200]]

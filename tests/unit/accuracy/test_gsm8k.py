@@ -9,11 +9,11 @@ import pytest
 
 from benchlib import UsageError
 from benchlib.accuracy import gsm8k_task, run_gsm8k
-from benchlib.accuracy._gsm8k import _command
+from benchlib.accuracy._gsm8k import _command, caveat_for
 from benchlib.recipe import AccuracySpec
 
 REPO = Path(__file__).resolve().parents[3]
-SAMPLE = REPO / "params" / "data" / "gsm8k"
+SAMPLE = REPO / "params" / "data" / "gsm8k-sample"
 
 
 def test_the_task_is_lm_evals_gsm8k_on_local_files() -> None:
@@ -53,3 +53,15 @@ def test_without_lm_eval_it_says_how_to_get_it(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="make lm-eval") as info:
         run_gsm8k(spec, "http://127.0.0.1:1", "m", tmp_path)
     assert info.value.field == "accuracy.python"
+
+
+def test_a_score_says_when_it_is_a_smoke_test_or_its_shots_are_not_lm_evals() -> None:
+    """Fewer than 100 items, or shots drawn from fewer than GSM8K's 7,473 training items (the
+    kit ships five): each is said; neither, nothing."""
+    both = caveat_for(7, 0.1234, 5, 5)
+    assert both is not None and "7 items: a smoke test" in both and "0.12" in both
+    assert "drawn from 5 training items, not GSM8K's 7,473" in both
+    assert caveat_for(1319, 0.01, 7473, 5) is None
+    assert caveat_for(1319, 0.01, 5, 0) is None  # zero-shot: no shots to differ
+    alone = caveat_for(3, None, 7473, 5)
+    assert alone is not None and "nan" in alone and "training" not in alone
