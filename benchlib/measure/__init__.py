@@ -65,7 +65,7 @@ from benchlib.measure.wire._endpoint import Endpoint
 from benchlib.measure.wire._limits import open_file_limit, raise_open_file_limit
 from benchlib.measure.wire._request import Prompt, RequestOutcome, build_body
 from benchlib.measure.wire._timing import Timing
-from benchlib.measure.workload._config import MeasureConfig
+from benchlib.measure.workload._config import TOKENIZER_REQUIRED, MeasureConfig
 from benchlib.measure.workload._corpus import Corpus, Passage, load_corpus
 from benchlib.measure.workload._datasets import (
     DatasetKind,
@@ -105,6 +105,7 @@ __all__ = [
     "SAMPLING_KEYS",
     "SERVER_DEFAULT",
     "SERVER_METRICS",
+    "TOKENIZER_REQUIRED",
     "ClientStreams",
     "ConversationSummary",
     "Corpus",

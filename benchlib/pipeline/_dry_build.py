@@ -27,12 +27,15 @@ counting their tokens, as a run without a tokenizer would.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from benchlib._exceptions import UsageError
+from pydantic import ValidationError
+
+from benchlib._exceptions import UsageError, validation_problems
 from benchlib.measure import (
+    TOKENIZER_REQUIRED,
     MeasureConfig,
     build_requests,
     load_tokenizer,
@@ -49,8 +52,11 @@ from benchlib.recipe import Recipe, Scenario
 
 __all__ = ["dry_build"]
 
+_T = TypeVar("_T")
+
 #: datasets whose prompts are cut to token counts: they cannot be built without a tokenizer
-_NEEDS_TOKENIZER = ("random", "text", "sglang-random")
+#: (the configuration's own list, and SGLang's random prompts, cut by the engine's)
+_NEEDS_TOKENIZER = (*TOKENIZER_REQUIRED, "sglang-random")
 #: datasets of text a prefix cache could share (random token ids share nothing by chance)
 _TEXT = ("text", "sglang-random", "file")
 #: the ``benchlib measure`` flag a measuring error names → the scenario's field
@@ -114,6 +120,25 @@ def _field(scenario: str, exc: UsageError) -> str:
     return f"scenarios.{scenario}.{_FIELDS.get(exc.field, exc.field.lstrip('-'))}"
 
 
+def _named_configs(recipe: Recipe, s: Scenario, tokenizer: Path | None, where: str
+                   ) -> list[tuple[str, MeasureConfig]]:
+    """:func:`_configs`, a configuration 03_measure would refuse raised naming its field."""
+    try:
+        return list(_configs(recipe, s, tokenizer))
+    except ValidationError as exc:
+        (field, message), *_ = validation_problems(exc, flags=True)
+        raise UsageError(_field(s.name, UsageError(field, message)),
+                         f"{where}{message}") from None
+
+
+def _named(scenario: str, where: str, label: str, fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)``, a :class:`UsageError` raised again naming the scenario's field."""
+    try:
+        return fn(*args)
+    except UsageError as exc:
+        raise UsageError(_field(scenario, exc), f"{where}{label}: {exc.message}") from None
+
+
 def _accuracy(recipe: Recipe) -> str:
     """The accuracy run's questions and shots, read as the harness reads them."""
     spec = recipe.accuracy
@@ -153,17 +178,17 @@ def dry_build(recipe: Recipe) -> list[str]:
         tok = load_tokenizer(tok_dir) if tok_dir is not None and tok_dir.exists() else None
         for s in one.scenarios:
             if tok is None and s.dataset in _NEEDS_TOKENIZER:
+                # what needs no prompt is still checked: the configuration (with the
+                # tokenizer's path standing for the tokenizer) and the trace's rate
+                for label, cfg in _named_configs(one, s, tok_dir or Path(one.model.id), where):
+                    _named(s.name, where, label, trace_rate_check, cfg)
                 lines.append(f"{where}scenario {s.name}: requests not built (the "
                              f"{s.dataset} dataset needs the model's tokenizer, "
                              f"{tok_dir or one.model.id}, not on this machine)")
                 continue
-            for i, (label, cfg) in enumerate(_configs(one, s, tok_dir if tok is not None
-                                                      else None)):
-                try:
-                    built = _build_one(cfg, tok, s.sdk_view)
-                except UsageError as exc:
-                    raise UsageError(_field(s.name, exc),
-                                     f"{where}{label}: {exc.message}") from None
+            configs = _named_configs(one, s, tok_dir if tok is not None else None, where)
+            for i, (label, cfg) in enumerate(configs):
+                built = _named(s.name, where, label, _build_one, cfg, tok, s.sdk_view)
                 seeding = f"; seeding {s.seeding(i)}" if not s.ramp_input_lens else ""
                 lines.append(f"{where}scenario {s.name}, {label}: {built}{seeding}")
     if recipe.accuracy is not None:

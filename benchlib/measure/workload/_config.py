@@ -14,7 +14,10 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from benchlib.measure.workload._workload import Workload
 
-__all__ = ["MeasureConfig"]
+__all__ = ["TOKENIZER_REQUIRED", "MeasureConfig"]
+
+#: datasets whose configuration needs the prompts' tokenizer (token counts or ids)
+TOKENIZER_REQUIRED = ("random", "text", "trace")
 
 
 def _https(info: ValidationInfo) -> bool:
@@ -92,7 +95,7 @@ class MeasureConfig(Workload):
     @field_validator("tokenizer")
     @classmethod
     def _random_needs_tokenizer(cls, value: Path | None, info: ValidationInfo) -> Path | None:
-        if value is None and info.data.get("dataset") in ("random", "text", "trace"):
+        if value is None and info.data.get("dataset") in TOKENIZER_REQUIRED:
             raise ValueError(f"required for the {info.data['dataset']} dataset")
         return value
 

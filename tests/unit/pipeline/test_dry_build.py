@@ -105,6 +105,31 @@ def test_a_trace_with_a_request_rate(tmp_path: Path, monkeypatch: pytest.MonkeyP
     _fails(path, "scenarios.trace.request_rate", monkeypatch, capsys)
 
 
+@pytest.mark.parametrize("rate", [None, 4.0])
+def test_a_trace_without_its_tokenizer_is_still_checked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        rate: float | None) -> None:
+    """Where the trace's tokenizer is not on this machine, its prompts are said not built
+    (never a traceback), and a rate planted beside the trace still fails, by its field."""
+    def edit(d: dict[str, Any]) -> None:
+        d["model"]["tokenizer"] = str(tmp_path / "no-tokenizer-here")
+        for s in d["scenarios"]:
+            if s.get("dataset_path"):
+                s["dataset_path"] = str(REPO / s["dataset_path"])
+            if s.get("dataset") == "trace" and rate is not None:
+                s["request_rate"] = rate
+    path = _planted(tmp_path, edit, REPO / "params/traffic.yaml")
+    if rate is not None:
+        _fails(path, "scenarios.trace.request_rate", monkeypatch, capsys)
+        return
+    monkeypatch.chdir(REPO)
+    code = main(["run", str(path), "--check"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "scenario trace: requests not built (the trace dataset needs the model's " \
+           "tokenizer" in out
+
+
 def test_shots_that_leave_no_question(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     def edit(d: dict[str, Any]) -> None:
