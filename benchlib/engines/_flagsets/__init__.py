@@ -11,8 +11,9 @@ how that parser reads a command line (argparse's rules, or llama.cpp's);
   version in ``.engines/flags/`` (ignored by git), so only the first check waits for it;
 * SGLang and open-jet otherwise: the JSON files beside this module, extracted from the
   released wheels by ``tools/engine_flags.py`` (committed, one per version);
-* vLLM without ``engine.python``: the pinned release's own parser, run once from its wheel
-  by ``tools/vllm_flags.py`` (committed beside them: the versions the seeds pin);
+* vLLM without ``engine.python``, or with one that is not on this machine (a GPU host's
+  bundle): the pinned release's own parser, run once from its wheel by
+  ``tools/vllm_flags.py`` (committed beside them: the versions the seeds pin);
 * llama.cpp: ``llama-server --help`` of the binary (:mod:`._llamacpp`), cached by its hash.
 
 :data:`KNOWN_DIFFERENCES` (:mod:`._known`) says what a refused flag became in other versions.
@@ -93,7 +94,7 @@ def _find_flag_set(engine: EngineSpec, cache: Path) -> tuple[FlagSet | None, str
     source = kind.flag_source
     if source == "none":
         return None, kind.no_flag_set
-    if source == "parser" and engine.python is not None:
+    if source == "parser" and engine.python is not None and Path(engine.python).exists():
         flags, cached = parser_flags(engine.python, kind, env, cache)
         return flags, flags.source + (" (cached)" if cached else "")
     if source == "help":
@@ -101,8 +102,11 @@ def _find_flag_set(engine: EngineSpec, cache: Path) -> tuple[FlagSet | None, str
             return None, kind.no_flag_set
         flags, cached = llamacpp_flags(engine.executable, env, cache, engine=kind.name)
         return flags, flags.source + (" (cached)" if cached else "")
-    if source == "parser":  # no interpreter: the pinned release's committed set
-        return _committed_release(kind, engine.version)
+    if source == "parser":  # no interpreter here: the pinned release's committed set
+        release, said = _committed_release(kind, engine.version)
+        if engine.python is not None:  # another machine's (a GPU host's bundle)
+            said += f" ({engine.python} is not on this machine)"
+        return release, said
     dist = kind.distributions[0]
     version, why = engine.version, ""
     if engine.python is not None:

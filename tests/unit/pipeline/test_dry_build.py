@@ -130,6 +130,18 @@ def test_a_trace_without_its_tokenizer_is_still_checked(
            "tokenizer" in out
 
 
+def test_a_misspelt_flag_for_an_engine_on_another_machine(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The H200 recipe's engine.python is the GPU host's: its flags are held to the pinned
+    release's committed parser here, so a typo fails before the eight GPUs are asked for."""
+    path = _planted(tmp_path, lambda d: d["engine"]["args"].extend(
+        ["--kv-cache-dtpye", "fp8"]))
+    err = _fails(path, "engine.args", monkeypatch, capsys)
+    assert "--kv-cache-dtpye is not a flag of vllm 0.26.0" in err
+    assert "did you mean --kv-cache-dtype" in err
+
+
 def test_shots_that_leave_no_question(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     def edit(d: dict[str, Any]) -> None:
