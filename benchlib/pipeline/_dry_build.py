@@ -37,6 +37,7 @@ from benchlib._exceptions import UsageError, validation_problems
 from benchlib.measure import (
     TOKENIZER_REQUIRED,
     MeasureConfig,
+    Prompt,
     build_requests,
     load_tokenizer,
     ramp_seed,
@@ -63,7 +64,8 @@ _TEXT = ("text", "sglang-random", "file")
 _FIELDS = {"--num-warmups": "num_warmups", "--dataset-path": "dataset_path",
            "--repeats": "repeats", "--endpoint": "endpoint", "--request-rate": "request_rate",
            "--input-len": "input_len", "--random-range-ratio": "random_range_ratio",
-           "--dataset": "dataset", "--tokenizer": "model.tokenizer"}
+           "--dataset": "dataset", "--tokenizer": "model.tokenizer",
+           "--output-len": "output_len"}
 _CHECK_URL = "http://check.invalid"
 
 
@@ -85,9 +87,11 @@ def _configs(recipe: Recipe, s: Scenario, tokenizer: Path | None
             seed=s.seed_at(i))
 
 
-def _build_one(cfg: MeasureConfig, tok: Any | None, sdk: bool) -> str:
+def _build_one(cfg: MeasureConfig, tok: Any | None, sdk: bool,
+               context: int | None = None) -> str:
     """Build every request of one measurement (all repeats, warmups, the SDK view's); a line
-    of what was built."""
+    of what was built. ``context``: the engine's ``max_model_len``, which no request's prompt
+    and output may pass together (the engine would refuse each such request)."""
     trace_rate_check(cfg)
     warm = 0
     bodies: list[bytes] = []
@@ -98,6 +102,7 @@ def _build_one(cfg: MeasureConfig, tok: Any | None, sdk: bool) -> str:
             first_prompts = prompts
             warm = len(warmup_bodies(own, tok, built))
         bodies += built
+        _fits(prompts, context)
     through_sdk = ""
     if sdk:
         n = len(build_requests(cfg.model_copy(update={"seed": sdk_seed(cfg.seed)}), tok)[1])
@@ -114,6 +119,18 @@ def _build_one(cfg: MeasureConfig, tok: Any | None, sdk: bool) -> str:
     if tok is not None and cfg.dataset in _TEXT and len(first_prompts) > 1:
         line += "; " + prefix_share(tok, first_prompts).summary()
     return line
+
+
+def _fits(prompts: list[Prompt], context: int | None) -> None:
+    """Raise unless every prompt (its tokens where counted) and its output fit ``context``."""
+    if context is None or not prompts:
+        return
+    worst = max(prompts, key=lambda p: p.prompt_len + (p.output_len or 0))
+    if worst.prompt_len + (worst.output_len or 0) > context:
+        raise UsageError("--output-len", f"a prompt of {worst.prompt_len} tokens and "
+                         f"{worst.output_len} to generate pass the engine's max_model_len "
+                         f"{context}: it would refuse such a request; lower input_len or "
+                         "output_len, or raise engine.max_model_len")
 
 
 def _field(scenario: str, exc: UsageError) -> str:
@@ -188,7 +205,8 @@ def dry_build(recipe: Recipe) -> list[str]:
                 continue
             configs = _named_configs(one, s, tok_dir if tok is not None else None, where)
             for i, (label, cfg) in enumerate(configs):
-                built = _named(s.name, where, label, _build_one, cfg, tok, s.sdk_view)
+                built = _named(s.name, where, label, _build_one, cfg, tok, s.sdk_view,
+                               one.engine.max_model_len)
                 seeding = f"; seeding {s.seeding(i)}" if not s.ramp_input_lens else ""
                 lines.append(f"{where}scenario {s.name}, {label}: {built}{seeding}")
     if recipe.accuracy is not None:

@@ -142,6 +142,17 @@ def test_a_misspelt_flag_for_an_engine_on_another_machine(
     assert "did you mean --kv-cache-dtype" in err
 
 
+def test_a_request_longer_than_the_engines_context(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A prompt and its output (1,024 tokens, the prompt file's own) past
+    engine.max_model_len would be refused by the engine, request after request: --check says
+    so by the field."""
+    path = _planted(tmp_path, lambda d: d["engine"].update(max_model_len=1000))
+    err = _fails(path, "scenarios.single-stream.output_len", monkeypatch, capsys)
+    assert "1024 to generate pass the engine's max_model_len 1000" in err
+
+
 def test_shots_that_leave_no_question(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     def edit(d: dict[str, Any]) -> None:
