@@ -104,3 +104,24 @@ def test_the_writeups_prompt_counts_are_the_recipes() -> None:
             assert s.prompts_at(i) == 5 * conc
             sent.setdefault(conc, set()).add(s.prompts_at(i))
     assert {c: {n} for c, n in named.items()} == sent
+
+
+def test_seed_001s_seeding_and_warmup_departures_stand_on_its_rows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recipe's derived seeds and distinct warmup are not the page's: each row of a
+    scenario drawn so says it (the page's seeding is one setting away, concurrency_seeds)."""
+    from benchlib.pipeline.steps._references import references_table
+    from benchlib.recipe import load_recipe, resolve_paths
+
+    monkeypatch.chdir(REPO)
+    recipe = resolve_paths(load_recipe(SEED_001), REPO)
+    table = references_table(recipe, "")
+    assert table is not None and not table.empty
+    derived = {s.name for s in recipe.scenarios if s.concurrency_seeds == "derived"}
+    assert derived
+    for _, row in table.iterrows():
+        caveats = str(row["caveats"])
+        assert "differs from the source: scenarios.*.num_warmups" in caveats
+        if row["scenario"] in derived:
+            assert "differs from the source: scenarios.*.concurrency_seeds = derived" in \
+                caveats
