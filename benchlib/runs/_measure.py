@@ -136,6 +136,8 @@ class Measurement(BaseModel):
     request_rate: float | str | None = Field(None, description="requests/s ('inf': at once)")
     mean_tokens_per_chunk: float | None = Field(None, description="≈ acceptance length")
     max_itl_ms: float | None = Field(None, description="the longest of vLLM's ITLs")
+    mean_request_decode_rate: float | None = Field(
+        None, description="each request's decode rate (1000 / its TPOT), then the mean, tok/s")
     median_text_chunks_per_s: float | None = Field(
         None, description="per request, text chunks per second after the first (a chunk "
                           "counted as a token, as seed 000's scripts print tokens/sec), median")

@@ -18,7 +18,8 @@ __all__ = ["ENERGY_FIGURES", "TABLE_COLUMNS", "figures", "measurements", "summar
 
 TABLE_COLUMNS = ["scenario", "endpoint", "input_len", "output_len", "concurrency", "completed",
                  "failed", "median_ttft_ms", "median_ttft_text_ms", "p99_ttft_ms",
-                 "median_tpot_ms", "p99_tpot_ms", "energy_j_per_output_token",
+                 "median_tpot_ms", "p99_tpot_ms", "mean_request_decode_rate",
+                 "energy_j_per_output_token",
                  "median_itl_ms", "median_e2el_ms", "output_throughput", "per_user_tok_s",
                  "median_text_chunks_per_s", "max_itl_ms", "mean_tokens_per_chunk",
                  "server_acceptance_length", "kv_cache_usage_peak",

@@ -169,6 +169,10 @@ class RunMetrics(BaseModel):
     max_itl_ms: float | None = Field(
         None, description="the longest of vLLM's ITLs (gaps between choices events): the "
                           "worst stall a reader saw")
+    mean_request_decode_rate: float | None = Field(
+        None, description="each request's own decode rate, tokens/s (1000 / its TPOT), then "
+                          "the mean: how seed 003's write-up states speed, beside "
+                          "per_user_tok_s (1000 / the median TPOT)")
     median_text_chunks_per_s: float | None = Field(
         None, description="per request, text-carrying chunks after the first per second "
                           "after the first text, then the median: what a script counting "

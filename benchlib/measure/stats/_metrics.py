@@ -255,6 +255,10 @@ def summarize(outcomes: Sequence[RequestOutcome], token_counts: Sequence[Sequenc
     result.update(_stats("ttft", [o.ttft_ns / _MS for o in ok if o.ttft_ns is not None],
                          percentiles))
     result.update(_stats("tpot", tpots, percentiles))
+    # ours: each request's own decode rate (1000 / its TPOT), then the mean (seed 003's speed)
+    rates_per_request = [1000.0 / t for t in tpots if t > 0]
+    result["mean_request_decode_rate"] = (float(np.mean(rates_per_request))
+                                          if rates_per_request else None)
     result.update(_stats("itl", [g / _MS for o in ok for g in o.itl_ns], percentiles))
     result.update(_stats("e2el", [o.latency_ns / _MS for o in ok if o.latency_ns is not None],
                          percentiles))

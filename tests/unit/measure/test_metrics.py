@@ -129,3 +129,17 @@ def test_text_chunks_per_s_is_the_seed000_scripts_tokens_per_sec() -> None:
 def test_one_chunk_has_no_chunk_rate() -> None:
     r = summarize([outcome(0, 0, 10, [], 1)], [[1.0]], duration_ns=100 * MS, percentiles=[50])
     assert r.median_text_chunks_per_s is None and r.max_itl_ms is None
+
+
+def test_the_mean_of_each_requests_decode_rate_stands_beside_tpot() -> None:
+    """Seed 003 states speed as each request's own decode rate, then the mean: TPOTs of 5 and
+    20 ms give (200 + 50) / 2 = 125 tok/s, not 1000 / the mean TPOT (80) nor 1000 / the
+    median (80)."""
+    a = outcome(0, 0, 10, [5, 5, 5], 4)
+    b = outcome(1, 0, 10, [20, 20, 20], 4)
+    r = summarize([a, b], [[1.0] * 4, [1.0] * 4], duration_ns=100 * MS, percentiles=[50])
+    assert r.mean_request_decode_rate == pytest.approx(125)
+    assert r.mean_tpot_ms is not None and 1000 / r.mean_tpot_ms == pytest.approx(80)
+    none = summarize([outcome(0, 0, 10, [], 1)], [[1.0]], duration_ns=100 * MS,
+                     percentiles=[50])
+    assert none.mean_request_decode_rate is None
