@@ -47,7 +47,7 @@ from benchlib.measure import (
     trace_rate_check,
     warmup_bodies,
 )
-from benchlib.measure.workload._prefix_share import prefix_share
+from benchlib.measure.workload._prefix_share import TEXT_DATASETS, prefix_share
 from benchlib.pipeline._fairness import tokenizer_dir
 from benchlib.recipe import Recipe, Scenario
 
@@ -58,8 +58,6 @@ _T = TypeVar("_T")
 #: datasets whose prompts are cut to token counts: they cannot be built without a tokenizer
 #: (the configuration's own list, and SGLang's random prompts, cut by the engine's)
 _NEEDS_TOKENIZER = (*TOKENIZER_REQUIRED, "sglang-random")
-#: datasets of text a prefix cache could share (random token ids share nothing by chance)
-_TEXT = ("text", "sglang-random", "file")
 #: the ``benchlib measure`` flag a measuring error names → the scenario's field
 _FIELDS = {"--num-warmups": "num_warmups", "--dataset-path": "dataset_path",
            "--repeats": "repeats", "--endpoint": "endpoint", "--request-rate": "request_rate",
@@ -116,7 +114,7 @@ def _build_one(cfg: MeasureConfig, tok: Any | None, sdk: bool,
     if tok is not None and first_prompts and first_prompts[0].prompt_len:
         lens = [p.prompt_len for p in first_prompts]
         line += f"; prompts {min(lens)}–{max(lens)} tokens"
-    if tok is not None and cfg.dataset in _TEXT and len(first_prompts) > 1:
+    if tok is not None and cfg.dataset in TEXT_DATASETS and len(first_prompts) > 1:
         line += "; " + prefix_share(tok, first_prompts).summary()
     return line
 

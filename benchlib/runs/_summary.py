@@ -26,6 +26,8 @@ TABLE_COLUMNS = ["scenario", "endpoint", "input_len", "output_len", "concurrency
                  "kv_cache_usage_expected", "requests_waiting_peak", "preemptions",
                  "avg_power_w", "peak_power_w", "idle_power_w",
                  "buffered_streams", "text_free_requests", "exact_ttft_fraction",
+                 # a text dataset's prompts sharing a whole cache block with another
+                 "prefix_sharing_fraction",
                  "client_bound", "client_bound_by",
                  "sdk_median_ttft_ms", "sdk_median_tpot_ms",
                  # a paced load: TTFT from the schedule's due time (client queueing included)
@@ -52,10 +54,18 @@ def _energy(m: Measurement) -> dict[str, JsonValue]:
     return {k: dumped.get(k) for k in ENERGY_FIGURES}
 
 
+def _prefix_sharing(m: Measurement) -> float | None:
+    """The share of a text dataset's prompts a prefix cache could serve a block of from
+    another prompt (None: not counted)."""
+    share = m.benchlib.prompt_prefix_share if m.benchlib is not None else None
+    return share.sharing / share.prompts if share is not None and share.prompts else None
+
+
 def _row(m: Measurement) -> dict[str, object]:
     server, spec, timing = m.server_metrics, m.speculative, m.timing
     fields = m.model_dump(include=set(TABLE_COLUMNS) & set(Measurement.model_fields))
     return {**fields, **{k: v for k, v in _energy(m).items() if k in TABLE_COLUMNS},
+            "prefix_sharing_fraction": _prefix_sharing(m),
             "kv_cache_usage_peak": server.kv_cache_usage_peak if server else None,
             "requests_waiting_peak": server.requests_waiting_peak if server else None,
             "preemptions": server.preemptions if server else None,

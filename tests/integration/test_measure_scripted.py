@@ -250,6 +250,12 @@ def test_the_text_dataset_end_to_end(scripted: Callable[..., Any], tmp_path: Pat
     assert same.completed == 6 and same.benchlib.dataset == "random"
     assert sorted(lens) == sorted(r.prompt_len for r in read_requests(requests_path(again)))
     assert result.total_input_tokens_dataset == sum(lens) and len(set(lens)) > 1
+    # the text's shared prefixes are counted and kept (random token ids: not counted)
+    share = result.benchlib.prompt_prefix_share
+    assert share is not None and share.prompts == 6 and share.block == 16
+    assert 0 <= share.sharing <= 6 and share.total_tokens >= sum(lens) // 2
+    assert json.loads(out.read_text())["benchlib"]["prompt_prefix_share"]["prompts"] == 6
+    assert same.benchlib.prompt_prefix_share is None
 
 
 def test_a_scripted_server_marks_its_results_synthetic(scripted: Callable[..., Any],

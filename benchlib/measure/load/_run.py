@@ -38,6 +38,7 @@ from benchlib.measure.wire._pool import check_tls
 from benchlib.measure.wire._request import Prompt, RequestOutcome, build_body
 from benchlib.measure.workload._config import MeasureConfig
 from benchlib.measure.workload._datasets import _count, file_prompts, random_prompts
+from benchlib.measure.workload._prefix_share import TEXT_DATASETS, prefix_share
 from benchlib.measure.workload._sampling import sent_keys
 from benchlib.measure.workload._seeds import bootstrap_seed, repeat_seed, warmup_seed
 from benchlib.measure.workload._sglang_random import sglang_random_prompts
@@ -261,6 +262,9 @@ def measure_once(cfg: MeasureConfig, api_key: str | None = None,
             read_trace(cfg.dataset_path, cfg.num_prompts), cfg.trace_time_scale)))
     tokenizer = load_tokenizer(cfg.tokenizer) if cfg.tokenizer is not None else None
     prompts, bodies = build_requests(cfg, tokenizer)
+    # what a prefix cache could serve of a text dataset, counted before any clock starts
+    prefix = (prefix_share(tokenizer, prompts) if tokenizer is not None
+              and cfg.dataset in TEXT_DATASETS and len(prompts) > 1 else None)
     run_coroutine(check_tls(plan.endpoint(), plan.connect_timeout))
     warmups = warmup_bodies(cfg, tokenizer, bodies)
     if tokenizer is None:
@@ -316,7 +320,7 @@ def measure_once(cfg: MeasureConfig, api_key: str | None = None,
                         goodput=dict(cfg.goodput), max_concurrency=cfg.max_concurrency,
                         request_rate=cfg.request_rate)
     result = MeasureResult.assemble(cfg, metrics, date, prompts_digest(prompts), info,
-                                    sent_keys(bodies, cfg.sampling))
+                                    sent_keys(bodies, cfg.sampling), prefix)
     if cfg.dataset == "conversations":
         result = result.model_copy(update={"conversations": summarize_conversations(
             outcomes, len(prompts), cfg.conversation_think_s)})

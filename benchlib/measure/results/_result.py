@@ -30,6 +30,7 @@ from benchlib.measure.stats._intervals import Intervals
 from benchlib.measure.wire._request import EndpointKind
 from benchlib.measure.wire._timing import Timing
 from benchlib.measure.workload._config import MeasureConfig
+from benchlib.measure.workload._prefix_share import PrefixShare
 from benchlib.measure.workload._sampling import SentKeys
 
 __all__ = ["METRICS", "MeasureResult", "RepeatSummary", "RunMetrics", "RunSettings",
@@ -313,7 +314,8 @@ class MeasureResult(RunMetrics):
     def assemble(cls, cfg: MeasureConfig, metrics: RunMetrics, date: str,
                  prompts_sha256: str | None = None,
                  workers: WorkersInfo | None = None,
-                 sent: SentKeys | None = None) -> MeasureResult:
+                 sent: SentKeys | None = None,
+                 prefix: PrefixShare | None = None) -> MeasureResult:
         """The result of the run ``cfg`` describes, whose metrics are ``metrics``."""
         def unlimited(x: float) -> Unlimited:
             return "inf" if math.isinf(x) else x
@@ -327,7 +329,8 @@ class MeasureResult(RunMetrics):
             # beside the result JSON: the folder can be moved
             requests_jsonl=(requests_path(cfg.result_json).name
                             if cfg.result_json is not None else None),
-            prompts_sha256=prompts_sha256, sent_keys=sent)
+            prompts_sha256=prompts_sha256, sent_keys=sent,
+            **({"prompt_prefix_share": prefix} if prefix is not None else {}))
         header = {
             "date": date, "backend": "benchlib", "endpoint_type": cfg.endpoint, "label": None,
             "model_id": cfg.model,

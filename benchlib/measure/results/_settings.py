@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchlib.measure.workload._config import MeasureConfig
 from benchlib.measure.workload._datasets import DatasetKind
+from benchlib.measure.workload._prefix_share import PrefixShare
 from benchlib.measure.workload._sampling import SentKeys
 from benchlib.measure.workload._seeds import warmup_seed
 
@@ -44,6 +45,10 @@ class RunSettings(BaseModel):
     sent_keys: SentKeys | None = Field(
         None, description="the top-level keys the measured bodies held: sampling keys, "
                           "length keys and the rest apart (null: an older result)")
+    prompt_prefix_share: PrefixShare | None = Field(
+        None, description="how much of a text dataset's prompts a prefix cache could serve "
+                          "from another prompt of the set (absent: token ids, or no "
+                          "tokenizer)")
 
 
 def warmup_description(cfg: MeasureConfig) -> str:

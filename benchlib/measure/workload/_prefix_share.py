@@ -12,7 +12,9 @@ Why: a measured TTFT is the prefill's only when the prefill was done. A dataset 
 its text (a corpus walked twice for 320 prompts) gives later prompts long prefixes already
 computed, and an engine with a prefix cache answers them early: the TTFT is flattered and
 says nothing about prefill. ``benchlib run --check`` prints this for every text dataset, so a
-recipe can be seen to hold distinct prompts before an engine starts.
+recipe can be seen to hold distinct prompts before an engine starts, and every measurement of
+one keeps it in its result (``benchlib.prompt_prefix_share``) and in its table row
+(``prefix_sharing_fraction``).
 
 The block is :data:`PREFIX_BLOCK_TOKENS`, vLLM's default ``--block-size`` (16 tokens): a
 shared prefix shorter than one block cannot be served from vLLM's cache at all. SGLang's radix
@@ -25,27 +27,35 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from benchlib.measure.wire._request import Prompt
 
-__all__ = ["PREFIX_BLOCK_TOKENS", "PrefixShare", "prefix_share"]
+__all__ = ["PREFIX_BLOCK_TOKENS", "TEXT_DATASETS", "PrefixShare", "prefix_share"]
+
+#: datasets of text a prefix cache could share (random token ids share nothing by chance)
+TEXT_DATASETS = ("text", "sglang-random", "file")
 
 #: vLLM's default KV block (``--block-size 16``): the unit a prefix cache serves
 PREFIX_BLOCK_TOKENS = 16
 
 
-@dataclass(frozen=True)
-class PrefixShare:
-    """A prompt set's shared prefixes, counted in whole blocks."""
+class PrefixShare(BaseModel):
+    """A prompt set's shared prefixes, counted in whole blocks (kept in each result's
+    ``benchlib.prompt_prefix_share``)."""
 
-    prompts: int  #: prompts in the set
-    sharing: int  #: prompts sharing at least one whole block with another prompt of the set
-    cacheable_tokens: int  #: Σ per prompt: whole blocks of its longest shared prefix
-    total_tokens: int  #: Σ prompt tokens
-    longest: int  #: the longest shared prefix, in tokens
-    block: int  #: the block size used
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompts: int = Field(description="prompts in the set")
+    sharing: int = Field(description="prompts sharing at least one whole block with another "
+                                     "prompt of the set")
+    cacheable_tokens: int = Field(description="Σ per prompt: whole blocks of its longest "
+                                              "shared prefix")
+    total_tokens: int = Field(description="Σ prompt tokens")
+    longest: int = Field(description="the longest shared prefix, in tokens")
+    block: int = Field(description="the block size used (vLLM's default, 16 tokens)")
 
     @property
     def sharing_fraction(self) -> float:

@@ -3,6 +3,8 @@ results."""
 
 from __future__ import annotations
 
+import pandas as pd
+
 from benchlib.energy import EnergyResult
 from benchlib.runs import (
     ENERGY_FIGURES,
@@ -22,7 +24,15 @@ STEP = MeasureStep.model_validate({
                 "energy": EnergyResult(source="nvml", reason=None, energy_j=8.0,
                                        avg_power_w=2.0).model_dump(mode="json"),
                 "timing": {"client_bound": True, "client_bound_figures": {"median_ttft_ms":
-                                                                          0.034}}},
+                                                                          0.034}},
+                "benchlib": {"input_len": 64, "output_len": 8, "dataset": "text",
+                             "random_range_ratio": 0.0, "range_ratio_mode": "vllm",
+                             "num_warmups": 0, "seed": 0, "percentiles": [99.0],
+                             "goodput": {}, "base_url": "http://h", "requests_jsonl": None,
+                             "prompt_prefix_share": {"prompts": 4, "sharing": 1,
+                                                     "cacheable_tokens": 16,
+                                                     "total_tokens": 256, "longest": 20,
+                                                     "block": 16}}},
     "chat/c4": {"scenario": "chat", "concurrency": 4, "completed": 8, "failed": 0},
     "long/ramp": {"scenario": "long", "input_lens": [8]}})
 
@@ -35,6 +45,9 @@ def test_one_row_per_measurement_with_the_steps_additions() -> None:
     assert row["endpoint"] == "chat" and row["kv_cache_usage_peak"] == 0.25
     assert row["kv_cache_usage_expected"] == 0.5 and row["avg_power_w"] == 2.0
     assert row["client_bound_by"] == "median_ttft_ms ±3.4%"
+    # one of the text's four prompts shares a whole block with another; c4 was not counted
+    assert row["prefix_sharing_fraction"] == 0.25
+    assert pd.isna(table.iloc[1]["prefix_sharing_fraction"])
 
 
 def test_measurements_and_their_cited_figures() -> None:
