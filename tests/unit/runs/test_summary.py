@@ -18,6 +18,7 @@ from benchlib.runs import (
 STEP = MeasureStep.model_validate({
     "chat/c1": {"scenario": "chat", "concurrency": 1, "completed": 4, "failed": 0,
                 "endpoint_type": "chat", "median_tpot_ms": 4.0, "p99_ttft_ms": 9.0,
+                "max_itl_ms": 31.5, "mean_request_decode_rate": 240.0,
                 "server_metrics": {"kv_cache_usage_peak": 0.25},
                 "kv_usage_vs_plan": {"expected": 0.5, "capacity_tokens": 10,
                                      "tokens_per_request": 5, "capacity_flagged": False},
@@ -45,6 +46,8 @@ def test_one_row_per_measurement_with_the_steps_additions() -> None:
     assert row["endpoint"] == "chat" and row["kv_cache_usage_peak"] == 0.25
     assert row["kv_cache_usage_expected"] == 0.5 and row["avg_power_w"] == 2.0
     assert row["client_bound_by"] == "median_ttft_ms ±3.4%"
+    # seed 000's worst stall and seed 003's speed, beside TPOT
+    assert row["max_itl_ms"] == 31.5 and row["mean_request_decode_rate"] == 240.0
     # one of the text's four prompts shares a whole block with another; c4 was not counted
     assert row["prefix_sharing_fraction"] == 0.25
     assert pd.isna(table.iloc[1]["prefix_sharing_fraction"])
