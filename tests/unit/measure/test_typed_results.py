@@ -31,6 +31,7 @@ from benchlib.measure import (
 from benchlib.measure.load._split import WorkersInfo
 from benchlib.measure.results._records import RecordLog
 from benchlib.measure.results._result import METRICS
+from benchlib.measure.workload._prefix_share import PrefixShare
 
 from ._outcomes import sample_run
 
@@ -121,14 +122,20 @@ def test_the_prompts_digest_the_sent_keys_and_the_workers_reach_the_result() -> 
                     sampling_keys=["temperature"], length_keys=["max_tokens"], other_keys=[])
     workers = WorkersInfo(count=2, backend="processes", chosen="given", hosts=1, nodes=1,
                           client_bound_workers=[], workers=[])
-    result = _result("queued", prompts_sha256="ab" * 32, workers=workers, sent=sent)
+    prefix = PrefixShare(prompts=4, sharing=2, cacheable_tokens=32, total_tokens=64,
+                         longest=16, block=16)
+    result = _result("queued", prompts_sha256="ab" * 32, workers=workers, sent=sent,
+                     prefix=prefix)
     assert result.benchlib.prompts_sha256 == "ab" * 32
     assert result.benchlib.sent_keys == sent
+    assert result.benchlib.prompt_prefix_share == prefix
     assert result.workers == workers
     got = result.to_json()
     assert list(got)[-2:] == ["benchlib", "workers"]
     assert MeasureResult.model_validate(got).workers == workers
-    assert "workers" not in _result("queued").to_json()
+    assert got["benchlib"]["prompt_prefix_share"]["sharing"] == 2
+    plain = _result("queued").to_json()
+    assert "workers" not in plain and "prompt_prefix_share" not in plain["benchlib"]
 
 
 def test_a_repeat_summary_names_its_result_file_and_carries_its_headline_figures() -> None:
