@@ -572,7 +572,7 @@ JOBS: tuple[Job, ...] = (
     Job("memory-first", needs=("venv", "vllm-env", "tiny"), after=("target",), gpu=True,
         yields_when=("llamacpp", "gguf", "draft")),
     Job("compare", needs=("venv", "vllm-env", "llamacpp", "gguf", "draft"),
-        after=("memory-first", "smollm2-run"), gpu=True),
+        after=("target", "memory-first", "smollm2-run"), gpu=True),
     Job("memory", needs=("venv", "vllm-env", "tiny"), after=("compare",), gpu=True,
         resumes="memory-first"),
     # the short visit's one run: vLLM alone, eager, on a shape held apart from the overhead fit
@@ -630,6 +630,9 @@ VISITS: dict[str, tuple[str, ...]] = {
                 "gguf", "vllm-env", "smollm2", "smollm2-run", "compare"),
     "smollm2-llamacpp": ("venv", "llamacpp-source", "llamacpp-carried", "llamacpp", "smollm2",
                          "smollm2-llamacpp"),
+    # issue 34's comparison alone, once SmolLM2 is kept (visit 8): no SmolLM2, no memory shapes
+    "compare": ("venv", "llamacpp-source", "llamacpp-carried", "llamacpp", "target", "draft",
+                "gguf", "vllm-env", "compare"),
     "seed001": ("venv", "tiny", "sglang-env", "sglang-flags", "seed001"),
 }
 #: the device tool's machine kind a visit asks for (others: the one-GPU default)

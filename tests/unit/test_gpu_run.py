@@ -55,7 +55,7 @@ def test_a_job_waits_for_what_it_needs_and_never_runs_after_a_failure(gr: Module
     compare = next(j for j in gr.JOBS if j.name == "compare")
     groups = {"base": {"whole": True}, "vllm": {"whole": True}}
     assert gr._ready(compare, groups) is False
-    for name in ("venv", "vllm-env", "llamacpp", "gguf", "draft"):
+    for name in ("venv", "vllm-env", "llamacpp", "target", "gguf", "draft"):
         _mark(gr, name, "ok")
     assert gr._ready(compare, groups) is False  # memory-first has not ended
     _mark(gr, "memory-first", "failed")  # ended either way: the GPU is free
@@ -207,6 +207,17 @@ def test_issue_34s_visit_runs_smollm2_then_the_comparison_on_one_machine(
     kinds = [(v.engine.kind, v.engine.speculative.on) for _, v in recipe.variant_recipes()]
     assert sorted(kinds) == [("llamacpp", False), ("llamacpp", True), ("vllm", False),
                              ("vllm", True)]
+
+
+def test_the_compare_visit_runs_the_comparison_alone(gr: ModuleType) -> None:
+    """With SmolLM2 kept (visit 8), issue 34's comparison alone: the random target made on
+    the GPU first, then the four variants, waiting for nothing outside the visit."""
+    (gr.JOBS_DIR / "visit").write_text("compare\n")
+    jobs = {j.name: j for j in gr.visit_jobs()}
+    assert [n for n, j in jobs.items() if j.gpu] == ["target", "compare"]
+    assert "smollm2" not in jobs and "memory-first" not in jobs
+    calls = gr.device_calls([gr.REPO / ".device/parts/base-00"], "compare")
+    assert [c["command"].split("--wait ")[1].split()[0] for c in calls[1:]] == ["compare"]
 
 
 def test_seed_001s_visit_installs_sglang_asks_its_parser_then_runs(
