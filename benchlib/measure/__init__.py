@@ -20,6 +20,7 @@ from benchlib.measure.load._run import (
     trace_rate_check,
     warmup_bodies,
 )
+from benchlib.measure.load._tokens import stand_in_tokenizer
 from benchlib.measure.results._records import RequestRecord, read_requests, requests_path
 from benchlib.measure.results._report import format_result
 from benchlib.measure.results._result import (
@@ -176,6 +177,7 @@ __all__ = [
     "sent_keys",
     "spec_cost",
     "spec_decode_report",
+    "stand_in_tokenizer",
     "summarize",
     "text_prompts",
     "trace_rate_check",

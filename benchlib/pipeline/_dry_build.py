@@ -18,9 +18,13 @@ the same code raises the same error before anything starts, as a
 :class:`~benchlib.UsageError` naming the recipe field (``scenarios.NAME.num_warmups``) and
 the variant and concurrency it arose at.
 
-Prompt lengths need the prompts' tokenizer (:func:`~benchlib.pipeline._fairness.tokenizer_dir`):
-where it is not on this machine (a hub model the run downloads first), the datasets that cut
-text to token counts are said to be not checked, and a file's prompts are built without
+Prompt lengths need the prompts' tokenizer (:func:`~benchlib.pipeline._fairness.tokenizer_dir`).
+Where it is not on this machine (a hub model the run downloads first), the datasets that cut
+text or ids to token counts are built with a byte-level tokenizer standing in for it
+(:func:`~benchlib.measure.stand_in_tokenizer`: one token a byte, no file, no download), so
+their warmups, sampling keys, repeats and the engine's context are still checked at the
+requested lengths, and the line says which tokenizer stood in; their shared-prefix share,
+which only the model's tokens can give, is left out. A file's prompts are built without
 counting their tokens, as a run without a tokenizer would.
 """
 
@@ -44,6 +48,7 @@ from benchlib.measure import (
     repeat_configs,
     sdk_seed,
     sent_keys,
+    stand_in_tokenizer,
     trace_rate_check,
     warmup_bodies,
 )
@@ -86,10 +91,12 @@ def _configs(recipe: Recipe, s: Scenario, tokenizer: Path | None
 
 
 def _build_one(cfg: MeasureConfig, tok: Any | None, sdk: bool,
-               context: int | None = None) -> str:
+               context: int | None = None, standing_in: bool = False) -> str:
     """Build every request of one measurement (all repeats, warmups, the SDK view's); a line
     of what was built. ``context``: the engine's ``max_model_len``, which no request's prompt
-    and output may pass together (the engine would refuse each such request)."""
+    and output may pass together (the engine would refuse each such request).
+    ``standing_in``: ``tok`` is the stand-in, so lengths are its tokens and no
+    prefix share is counted."""
     trace_rate_check(cfg)
     warm = 0
     bodies: list[bytes] = []
@@ -113,8 +120,9 @@ def _build_one(cfg: MeasureConfig, tok: Any | None, sdk: bool,
     assert first_prompts is not None
     if tok is not None and first_prompts and first_prompts[0].prompt_len:
         lens = [p.prompt_len for p in first_prompts]
-        line += f"; prompts {min(lens)}–{max(lens)} tokens"
-    if tok is not None and cfg.dataset in TEXT_DATASETS and len(first_prompts) > 1:
+        line += f"; prompts {min(lens)}–{max(lens)} {'stand-in ' * standing_in}tokens"
+    if (tok is not None and not standing_in and cfg.dataset in TEXT_DATASETS
+            and len(first_prompts) > 1):
         line += "; " + prefix_share(tok, first_prompts).summary()
     return line
 
@@ -187,26 +195,29 @@ def dry_build(recipe: Recipe) -> list[str]:
     scenario (module doc); the lines saying what was built. Raises
     :class:`~benchlib.UsageError` naming the field where a run would raise."""
     lines: list[str] = []
+    stand_in: Any | None = None
     for name, one in recipe.variant_recipes():
         where = f"variant {name}, " if name else ""
         tok_dir = tokenizer_dir(one, "")
         tok = load_tokenizer(tok_dir) if tok_dir is not None and tok_dir.exists() else None
         for s in one.scenarios:
+            use, standing_in, note = tok, False, ""
             if tok is None and s.dataset in _NEEDS_TOKENIZER:
-                # what needs no prompt is still checked: the configuration (with the
-                # tokenizer's path standing for the tokenizer) and the trace's rate
-                for label, cfg in _named_configs(one, s, tok_dir or Path(one.model.id), where):
-                    _named(s.name, where, label, trace_rate_check, cfg)
-                lines.append(f"{where}scenario {s.name}: requests not built (the "
-                             f"{s.dataset} dataset needs the model's tokenizer, "
-                             f"{tok_dir or one.model.id}, not on this machine)")
-                continue
-            configs = _named_configs(one, s, tok_dir if tok is not None else None, where)
-            for i, (label, cfg) in enumerate(configs):
-                built = _named(s.name, where, label, _build_one, cfg, tok, s.sdk_view,
-                               one.engine.max_model_len)
+                # the configuration names the absent tokenizer's path; the prompts are cut
+                # by the byte-level stand-in (module doc)
+                stand_in = stand_in if stand_in is not None else stand_in_tokenizer()
+                use, standing_in = stand_in, True
+                note = (f" (a byte-level tokenizer stood in for the model's, "
+                        f"{tok_dir or one.model.id}, not on this machine: lengths are its "
+                        "tokens, one a byte; no prefix share)")
+            # the configuration's tokenizer: the absent one's path where one stands in
+            path = (tok_dir or Path(one.model.id)) if standing_in else (
+                tok_dir if tok is not None else None)
+            for i, (label, cfg) in enumerate(_named_configs(one, s, path, where)):
+                built = _named(s.name, where, label, _build_one, cfg, use, s.sdk_view,
+                               one.engine.max_model_len, standing_in)
                 seeding = f"; seeding {s.seeding(i)}" if not s.ramp_input_lens else ""
-                lines.append(f"{where}scenario {s.name}, {label}: {built}{seeding}")
+                lines.append(f"{where}scenario {s.name}, {label}: {built}{seeding}{note}")
     if recipe.accuracy is not None:
         lines.append(_accuracy(recipe))
     return lines

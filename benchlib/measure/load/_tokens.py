@@ -21,24 +21,46 @@ from benchlib._exceptions import UsageError
 from benchlib.measure.wire._decode import chunk_token_counts
 from benchlib.measure.wire._request import RequestOutcome
 
-__all__ = ["NO_TOKEN_COUNT", "Finish", "finisher_at", "load_tokenizer", "outcome_finisher"]
+__all__ = ["NO_TOKEN_COUNT", "Finish", "finisher_at", "load_tokenizer", "outcome_finisher",
+           "stand_in_tokenizer"]
 
 #: per-chunk token counts of an ended request (and its output tokens filled in)
 Finish = Callable[[RequestOutcome], list[float]]
+
+
+def _transformers() -> Any:
+    """transformers, imported offline and quiet (its notice that torch is absent is no
+    concern of a tokenizer's)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    import transformers
+
+    return transformers
 
 
 def load_tokenizer(path: Path) -> Any:
     """A Hugging Face tokenizer from a local folder (never the hub)."""
     if not path.is_dir() and not path.is_file():
         raise UsageError("--tokenizer", f"no such folder: {path}")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    from transformers import AutoTokenizer
-
+    auto = _transformers().AutoTokenizer
     try:
-        return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        return auto.from_pretrained(str(path), local_files_only=True)
     except (OSError, ValueError) as exc:
         raise UsageError("--tokenizer", f"cannot load a tokenizer from {path}: {exc}") from None
+
+
+def stand_in_tokenizer() -> Any:
+    """A byte-level tokenizer (each of the 256 bytes one token, no merges), made in memory in
+    the form :func:`load_tokenizer` returns: what ``benchlib run --check`` builds prompts with
+    where the model's own tokenizer is not on the machine (lengths in its tokens, one a byte;
+    never used to measure)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    return _transformers().PreTrainedTokenizerFast(tokenizer_object=tok)
 
 
 #: the named error of a request whose output length cannot be known

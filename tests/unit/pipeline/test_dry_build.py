@@ -56,6 +56,17 @@ def _planted(tmp_path: Path, edit: Any, source: Path = SEED000_H200) -> Path:
     return path
 
 
+def _seed001_b200(tmp_path: Path, edit: Any) -> Path:
+    """Seed 001's B200 recipe (GLM-4.7-Flash from the hub: no tokenizer here) with ``edit``
+    applied, its accuracy data at the repo's and no write-up or references to resolve."""
+    def whole(d: dict[str, Any]) -> None:
+        d["accuracy"]["data_dir"] = str(REPO / "params/data/gsm8k")
+        d.pop("writeup", None)
+        d["compare"].pop("references", None)
+        edit(d)
+    return _planted(tmp_path, whole, REPO / "params/seeds/001-glm47-flash-sglang-b200.yaml")
+
+
 def _fails(path: Path, field: str, monkeypatch: pytest.MonkeyPatch,
            capsys: pytest.CaptureFixture[str]) -> str:
     monkeypatch.chdir(REPO)
@@ -109,8 +120,9 @@ def test_a_trace_with_a_request_rate(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_a_trace_without_its_tokenizer_is_still_checked(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         rate: float | None) -> None:
-    """Where the trace's tokenizer is not on this machine, its prompts are said not built
-    (never a traceback), and a rate planted beside the trace still fails, by its field."""
+    """Where the trace's tokenizer is not on this machine, its prompts are built with a
+    byte-level tokenizer standing in, and the line says so (never a traceback); a rate
+    planted beside the trace still fails, by its field."""
     def edit(d: dict[str, Any]) -> None:
         d["model"]["tokenizer"] = str(tmp_path / "no-tokenizer-here")
         for s in d["scenarios"]:
@@ -126,8 +138,23 @@ def test_a_trace_without_its_tokenizer_is_still_checked(
     code = main(["run", str(path), "--check"])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert "scenario trace: requests not built (the trace dataset needs the model's " \
-           "tokenizer" in out
+    (line,) = [x for x in out.splitlines() if "scenario trace, concurrency" in x]
+    assert "requests (1 repeat)" in line and "stand-in tokens" in line
+    assert f"a byte-level tokenizer stood in for the model's, {tmp_path / 'no-tokenizer-here'}" \
+        in line and "no prefix share" in line and "share a prefix" not in line
+
+
+def test_a_hub_models_prompts_longer_than_the_context_without_its_tokenizer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Seed 001's B200 recipe names GLM-4.7-Flash on the hub, whose tokenizer is not here: its
+    SGLang-random prompts are built with the stand-in at the requested lengths, so the
+    reasoning scenario's 8,000-token outputs past a planted context of 4,000 fail --check by
+    their field, as the engine would refuse them after its start."""
+    path = _seed001_b200(tmp_path, lambda d: d["engine"].update(max_model_len=4000))
+    err = _fails(path, "scenarios.reasoning.output_len", monkeypatch, capsys)
+    assert "to generate pass the engine's max_model_len 4000" in err
+    assert "variant sglang, concurrency 1" in err
 
 
 def test_a_misspelt_flag_for_an_engine_on_another_machine(
@@ -155,11 +182,7 @@ def test_a_request_longer_than_the_engines_context(
 
 def test_shots_that_leave_no_question(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
-    def edit(d: dict[str, Any]) -> None:
-        d["accuracy"].update(num_fewshot=10_000, data_dir=str(REPO / "params/data/gsm8k"))
-        d.pop("writeup", None)
-        d["compare"].pop("references", None)
-    path = _planted(tmp_path, edit, REPO / "params/seeds/001-glm47-flash-sglang-b200.yaml")
+    path = _seed001_b200(tmp_path, lambda d: d["accuracy"].update(num_fewshot=10_000))
     _fails(path, "accuracy.num_fewshot", monkeypatch, capsys)
 
 
