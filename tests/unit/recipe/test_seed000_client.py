@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from benchlib.importers import import_results
-from benchlib.pipeline.steps._references import references_table
 from benchlib.recipe import load_recipe, resolve_paths
 from benchlib.references import load_references
+
+from ._differs import differs_on_every_row
 
 REPO = Path(__file__).resolve().parents[3]
 SEEDS = REPO / "params/seeds"
@@ -46,14 +47,9 @@ def test_every_departure_is_on_the_reference_rows(name: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(REPO)
     recipe = resolve_paths(load_recipe(SEEDS / name), REPO)
-    differs = [a for a in recipe.assumptions if a.kind == "differs"]
+    differs, table = differs_on_every_row(recipe)
     # weights, tokenizer, ignore_eos, GPUs, the engine's flags at least
     assert {a.setting.split(".")[0] for a in differs} >= {"model", "scenarios", "hardware",
                                                            "variants"}
-    table = references_table(recipe, "")
-    assert table is not None and not table.empty
     for _, row in table.iterrows():
-        for a in differs:
-            if a.applies(str(row["variant"]), str(row["scenario"])):
-                assert a.caveat in row["caveats"]
         assert "differs from the source: scenarios.single-stream.ignore_eos" in row["caveats"]

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from benchlib.pipeline.steps._references import references_table
 from benchlib.recipe import load_recipe, resolve_paths
+
+from ._differs import differs_on_every_row
 
 REPO = Path(__file__).resolve().parents[3]
 RECIPES = sorted((REPO / "params/seeds").glob("003-*.yaml"))
@@ -40,16 +41,11 @@ def test_the_h200_recipes_departures_are_on_its_reference_rows(
     monkeypatch.chdir(REPO)
     recipe = resolve_paths(load_recipe(REPO / "params/seeds/003-qwen38-27b-h200.yaml"), REPO)
     chat = next(s for s in recipe.scenarios if s.name == "chat-3k")
-    differs = [a for a in recipe.assumptions if a.kind == "differs"]
+    differs, table = differs_on_every_row(recipe)
     assert {a.setting for a in differs} >= {"model.id", "engine.version",
                                             "hardware.gpu_name_pattern",
                                             "scenarios.chat-3k.num_prompts"}
-    table = references_table(recipe, "")
-    assert table is not None and not table.empty
     for _, row in table.iterrows():
-        for a in differs:
-            if a.applies(str(row["variant"]), str(row["scenario"])):
-                assert a.caveat in row["caveats"]
         if row["scenario"] == "chat-3k" and chat.num_prompts != 1:
             assert f"scenarios.chat-3k.num_prompts = {chat.num_prompts} prompts" in \
                 row["caveats"]
