@@ -30,6 +30,8 @@ RUNS = {"h200-vllm-short": _kept(DATA / "h200_vllm_run" / "h200-vllm-short"),
         "h200-llamacpp": _kept(DATA / "h200_run" / "h200-llamacpp"),
         # five variants of three engines with the speculation-cost section
         "h100-seed003": _kept(DATA / "h100_seed003" / "seed003-qwen38-27b-h200"),
+        # two engines, each speculating and not, three concurrencies, energy
+        "h100-smollm2": _kept(DATA / "h100_smollm2" / "h200-smollm2"),
         "two-variants": make_run}
 
 
