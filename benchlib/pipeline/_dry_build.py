@@ -131,6 +131,11 @@ def _fits(prompts: list[Prompt], context: int | None) -> None:
     """Raise unless every prompt (its tokens where counted) and its output fit ``context``."""
     if context is None or not prompts:
         return
+    longest = max(prompts, key=lambda p: p.prompt_len)
+    if longest.prompt_len > context:
+        raise UsageError("--input-len", f"a prompt of {longest.prompt_len} tokens passes the "
+                         f"engine's max_model_len {context} by itself: it would refuse such a "
+                         "request; lower input_len, or raise engine.max_model_len")
     worst = max(prompts, key=lambda p: p.prompt_len + (p.output_len or 0))
     if worst.prompt_len + (worst.output_len or 0) > context:
         raise UsageError("--output-len", f"a prompt of {worst.prompt_len} tokens and "

@@ -192,6 +192,8 @@ def test_the_smollm2_visit_makes_the_demo_model_there_and_runs_vllm_first(
     assert kinds == ["vllm", "vllm", "llamacpp", "llamacpp"]
     paths = {str(v.model.local_path) for _, v in recipe.variant_recipes()}
     assert all(str(gr.MODELS.relative_to(gr.REPO)) in p for p in paths)
+
+
 def test_issue_34s_visit_runs_smollm2_then_the_comparison_on_one_machine(
         gr: ModuleType) -> None:
     """Issue 34 in one machine start: SmolLM2 on both engines once the random target has left

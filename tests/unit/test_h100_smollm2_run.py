@@ -128,7 +128,8 @@ def test_both_engines_served_the_one_model() -> None:
 @pytest.mark.parametrize("variant", ["vllm-nospec", "vllm-ngram"])
 def test_the_plan_for_the_h100_beside_vllms_split(variant: str) -> None:
     """Planned again for the GPU that ran (the run's plan was the H200's): the KV tokens within
-    1 % of vLLM's, n-gram or not; the weights within the log's rounding (two decimals)."""
+    0.5 % of vLLM's, n-gram or not (0.05 % and 0.12 % when kept); the weights within the
+    log's rounding (two decimals)."""
     facts = _json(RUN / variant / "02_launch.json")["results"]["log_facts"]
     spec: dict[str, Any] = ({"speculative": "ngram", "num_speculative_tokens": 4}
                             if variant == "vllm-ngram" else {})
@@ -136,7 +137,7 @@ def test_the_plan_for_the_h100_beside_vllms_split(variant: str) -> None:
                         gpu_memory_utilization=0.92, max_model_len=2048, **spec))
     assert abs(p.weights.per_gpu_gib - facts["model_loading_gib"]) <= 0.01
     assert p.kv_cache_tokens is not None
-    assert abs(p.kv_cache_tokens / facts["kv_cache_tokens"] - 1) < 0.01
+    assert abs(p.kv_cache_tokens / facts["kv_cache_tokens"] - 1) < 0.005
 
 
 def test_the_report_says_what_speculation_cost_on_each_engine(tmp_path: Path) -> None:

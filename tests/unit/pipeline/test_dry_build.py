@@ -144,17 +144,19 @@ def test_a_trace_without_its_tokenizer_is_still_checked(
         in line and "no prefix share" in line and "share a prefix" not in line
 
 
+@pytest.mark.parametrize(("context", "field", "said"), [
+    (1500, "scenarios.chat.output_len", "to generate pass the engine's max_model_len 1500"),
+    (900, "scenarios.chat.input_len", "passes the engine's max_model_len 900 by itself")])
 def test_a_hub_models_prompts_longer_than_the_context_without_its_tokenizer(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        context: int, field: str, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     """Seed 001's B200 recipe names GLM-4.7-Flash on the hub, whose tokenizer is not here: its
-    SGLang-random prompts are built with the stand-in at the requested lengths, so the
-    reasoning scenario's 8,000-token outputs past a planted context of 4,000 fail --check by
-    their field, as the engine would refuse them after its start."""
-    path = _seed001_b200(tmp_path, lambda d: d["engine"].update(max_model_len=4000))
-    err = _fails(path, "scenarios.reasoning.output_len", monkeypatch, capsys)
-    assert "to generate pass the engine's max_model_len 4000" in err
-    assert "variant sglang, concurrency 1" in err
+    SGLang-random prompts (up to 1,000 tokens in, 1,000 out) are built with the stand-in at
+    the requested lengths, so a planted context their prompt and output pass, or their prompt
+    alone, fails --check by its field, as the engine would refuse them after its start."""
+    path = _seed001_b200(tmp_path, lambda d: d["engine"].update(max_model_len=context))
+    err = _fails(path, field, monkeypatch, capsys)
+    assert said in err and "variant sglang, concurrency " in err
 
 
 def test_a_misspelt_flag_for_an_engine_on_another_machine(
