@@ -200,24 +200,19 @@ def dry_build(recipe: Recipe) -> list[str]:
     scenario (module doc); the lines saying what was built. Raises
     :class:`~benchlib.UsageError` naming the field where a run would raise."""
     lines: list[str] = []
-    stand_in: Any | None = None
     for name, one in recipe.variant_recipes():
         where = f"variant {name}, " if name else ""
         tok_dir = tokenizer_dir(one, "")
         tok = load_tokenizer(tok_dir) if tok_dir is not None and tok_dir.exists() else None
         for s in one.scenarios:
-            use, standing_in, note = tok, False, ""
-            if tok is None and s.dataset in _NEEDS_TOKENIZER:
-                # the configuration names the absent tokenizer's path; the prompts are cut
-                # by the byte-level stand-in (module doc)
-                stand_in = stand_in if stand_in is not None else stand_in_tokenizer()
-                use, standing_in = stand_in, True
-                note = (f" (a byte-level tokenizer stood in for the model's, "
-                        f"{tok_dir or one.model.id}, not on this machine: lengths are its "
-                        "tokens, one a byte; no prefix share)")
-            # the configuration's tokenizer: the absent one's path where one stands in
-            path = (tok_dir or Path(one.model.id)) if standing_in else (
-                tok_dir if tok is not None else None)
+            standing_in = tok is None and s.dataset in _NEEDS_TOKENIZER
+            use, path, note = tok, tok_dir if tok is not None else None, ""
+            if standing_in:
+                # the prompts are cut by the byte-level stand-in; the configuration names
+                # the absent tokenizer's path (module doc)
+                use, path = stand_in_tokenizer(), tok_dir or Path(one.model.id)
+                note = (f" (a byte-level tokenizer stood in for the model's, {path}, not on "
+                        "this machine: lengths are its tokens, one a byte; no prefix share)")
             for i, (label, cfg) in enumerate(_named_configs(one, s, path, where)):
                 built = _named(s.name, where, label, _build_one, cfg, use, s.sdk_view,
                                one.engine.max_model_len, standing_in)
