@@ -469,6 +469,7 @@ def _bench(recipe: str, job: str, yields_when: Sequence[str] = (),
     boundary, so a GPU job that waits for them gets the GPU; a later job of the same recipe
     resumes the folder (``benchlib run`` resumes an unfinished run of an unchanged recipe)."""
     OUTBOX.mkdir(parents=True, exist_ok=True)
+    recipe = for_lent_gpu(recipe)
     only = ["--variants", ",".join(variants)] if variants else []
     proc = subprocess.Popen([str(VENV / "bin" / "benchlib"), "run", recipe, *only], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -500,6 +501,24 @@ def _bench(recipe: str, job: str, yields_when: Sequence[str] = (),
         (JOBS_DIR / f"{job}.finished").write_text(recipe + "\n")
     if code and not yielded:
         raise SystemExit(f"benchlib run {recipe} exited {code}")
+
+
+def for_lent_gpu(recipe: str) -> str:
+    """The recipe to run on the card the tool lent: relabelled by ``tools/gpu_relabel.py``
+    where it is another catalogue GPU than the plan's (an H100 for an H200), else itself."""
+    python = VENV / "bin" / "python"
+    if not python.is_file():  # no kit installed: the run itself will say so
+        return recipe
+    done = subprocess.run([str(python), str(REPO / "tools" / "gpu_relabel.py"), recipe],
+                          cwd=REPO, capture_output=True, text=True, check=False)
+    said = done.stdout.strip().splitlines()
+    if done.returncode or not said:
+        log(f"{recipe}: not relabelled (gpu_relabel.py exited {done.returncode}: "
+            f"{done.stderr.strip()[-400:]})")
+        return recipe
+    if said[-1] != recipe:
+        log(f"{recipe}: {done.stderr.strip()}")
+    return said[-1]
 
 
 def pack_run(run_dir: Path, dest: Path) -> Path:
