@@ -592,6 +592,14 @@ JOBS: tuple[Job, ...] = (
         yields_when=("llamacpp", "gguf", "draft")),
     Job("compare", needs=("venv", "vllm-env", "llamacpp", "gguf", "draft"),
         after=("target", "memory-first", "smollm2-run"), gpu=True),
+    # the comparison alone, in two halves of one run folder (``--variants``): vLLM's variants
+    # start once vLLM and the target are in, while the GGUFs are written beside vLLM's start
+    # (148 s in visit 2, off the visit's critical path), then llama.cpp's variants finish the
+    # folder and run 04_compare; either half failing leaves the other to run
+    Job("compare-vllm", needs=("venv", "vllm-env", "target", "group:vllm"), after=("target",),
+        gpu=True),
+    Job("compare-llamacpp", needs=("venv", "llamacpp", "gguf", "draft", "group:vllm"),
+        after=("compare-vllm",), gpu=True),
     Job("memory", needs=("venv", "vllm-env", "tiny"), after=("compare",), gpu=True,
         resumes="memory-first"),
     # the short visit's one run: vLLM alone, eager, on a shape held apart from the overhead fit
@@ -621,6 +629,8 @@ JOBS: tuple[Job, ...] = (
                           "group:sglang"), gpu=True),
 )
 RUNS = {"memory-first": "params/h200-memory.yaml", "compare": "params/h200-vllm-llamacpp.yaml",
+        "compare-vllm": "params/h200-vllm-llamacpp.yaml",
+        "compare-llamacpp": "params/h200-vllm-llamacpp.yaml",
         "memory": "params/h200-memory.yaml", "vllm-short": "params/h200-vllm-short.yaml",
         "seed000-x8": "params/seeds/000-glm-kimi-8xh200.yaml",
         "seed000-x8-dense-mla": "params/seeds/000-glm-kimi-8xh200-dense-mla.yaml",
@@ -628,7 +638,9 @@ RUNS = {"memory-first": "params/h200-memory.yaml", "compare": "params/h200-vllm-
         "smollm2-run": "params/h200-smollm2.yaml", "seed001": SEED001,
         "smollm2-llamacpp": "params/h200-smollm2.yaml"}
 #: the run jobs that run some of their recipe's variants only (``benchlib run --variants``)
-RUN_VARIANTS = {"smollm2-llamacpp": ("llamacpp-draft", "llamacpp-nospec")}
+RUN_VARIANTS = {"smollm2-llamacpp": ("llamacpp-draft", "llamacpp-nospec"),
+                "compare-vllm": ("vllm-nospec", "vllm-ngram"),
+                "compare-llamacpp": ("llamacpp-nospec", "llamacpp-draft")}
 #: the jobs each kind of visit runs: ``full`` (about 25 minutes of device time: llama.cpp's
 #: CUDA build, the models, the comparison, six start-only shapes) or ``vllm-short`` (a few
 #: minutes: vLLM's bundle, the kit, one eager run of vLLM on config-only weights);
@@ -651,7 +663,7 @@ VISITS: dict[str, tuple[str, ...]] = {
                          "smollm2-llamacpp"),
     # issue 34's comparison alone, once SmolLM2 is kept (visit 8): no SmolLM2, no memory shapes
     "compare": ("venv", "llamacpp-source", "llamacpp-carried", "llamacpp", "target", "draft",
-                "gguf", "vllm-env", "compare"),
+                "gguf", "vllm-env", "compare-vllm", "compare-llamacpp"),
     "seed001": ("venv", "tiny", "sglang-env", "sglang-flags", "seed001"),
 }
 #: the device tool's machine kind a visit asks for (others: the one-GPU default)

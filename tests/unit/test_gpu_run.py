@@ -213,13 +213,20 @@ def test_issue_34s_visit_runs_smollm2_then_the_comparison_on_one_machine(
 
 def test_the_compare_visit_runs_the_comparison_alone(gr: ModuleType) -> None:
     """With SmolLM2 kept (visit 8), issue 34's comparison alone: the random target made on
-    the GPU first, then the four variants, waiting for nothing outside the visit."""
+    the GPU first, then the four variants in two halves of one run folder, vLLM's without
+    waiting for the GGUFs (written beside its start), waiting for nothing outside the visit."""
     (gr.JOBS_DIR / "visit").write_text("compare\n")
     jobs = {j.name: j for j in gr.visit_jobs()}
-    assert [n for n, j in jobs.items() if j.gpu] == ["target", "compare"]
+    halves = ["compare-vllm", "compare-llamacpp"]
+    assert [n for n, j in jobs.items() if j.gpu] == ["target", *halves]
     assert "smollm2" not in jobs and "memory-first" not in jobs
+    assert "gguf" not in jobs["compare-vllm"].needs and "gguf" in jobs["compare-llamacpp"].needs
+    recipe = load_recipe(gr.REPO / gr.RUNS["compare"])
+    assert {gr.RUNS[h] for h in halves} == {gr.RUNS["compare"]}
+    assert sorted(v for h in halves for v in gr.RUN_VARIANTS[h]) == sorted(
+        name for name, _ in recipe.variant_recipes())
     calls = gr.device_calls([gr.REPO / ".device/parts/base-00"], "compare")
-    assert [c["command"].split("--wait ")[1].split()[0] for c in calls[1:]] == ["compare"]
+    assert [c["command"].split("--wait ")[1].split()[0] for c in calls[1:]] == halves
 
 
 def test_seed_001s_visit_installs_sglang_asks_its_parser_then_runs(
