@@ -9,7 +9,8 @@ run's start, from the GPU the run finds (NVML, as the run's provenance reads it)
 - the recipe's ``plan.gpu`` names a catalogue GPU, and the GPU found is another catalogue
   entry: the copy written beside the recipe sets ``plan.gpu`` to that entry, the hardware
   pattern to its name and ``min_gpu_memory_gib`` to 95 % of its memory, and says so in
-  ``hardware.notes`` (recorded in the run's ``recipe.json``; the committed recipe unchanged);
+  ``hardware.notes`` and the description (the report's title) (recorded in the run's
+  ``recipe.json``; the committed recipe unchanged);
 - the GPU is the plan's, or the catalogue lacks it, or no GPU is found: the recipe as it is
   (the run's own checks then say what is wrong).
 
@@ -60,6 +61,9 @@ def relabel(doc: dict[str, Any], device_name: str, memory_gib: float) -> dict[st
             f"{was!r} -> the lent card's name; the committed recipe names {planned}")
     hardware["notes"] = f"{hardware['notes']}; {said}" if hardware.get("notes") else said
     out["hardware"] = hardware
+    # the report's title is the description: it must not name a card the run did not use
+    out["description"] = (f"{doc.get('description') or doc.get('name', '')} [run on a lent "
+                          f"{entry.name}, planned for it; the recipe names {planned}]")
     return out
 
 

@@ -104,7 +104,8 @@ def _plan_vs_measured(view: RunView) -> str:
         tpot = m.median_tpot_ms
         rows.append({"variant": v.label, "scenario": scenario, "concurrency": conc,
                      "weights_gib_per_gpu": plan.weights_gib_per_gpu if plan else None,
-                     "planned_kv_tokens": plan.kv_cache_tokens if plan else None,
+                     "planned_kv_tokens": (v.launch.planned_kv_tokens() if v.launch else None)
+                     or (plan.kv_cache_tokens if plan else None),
                      "decode_floor_ms": floor, "median_tpot_ms": tpot,
                      "energy_j_per_output_token": m.energy.energy_j_per_output_token
                      if m.energy else None,

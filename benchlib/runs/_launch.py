@@ -82,3 +82,11 @@ class LaunchResult(BaseModel):
         default_factory=EngineVsPlan, description="the memory plan for this engine's "
         "settings beside what the engine reports (weights, KV budget, KV tokens and blocks: "
         "log lines and /metrics), a difference above 2 % flagged")
+
+    def planned_kv_tokens(self) -> int | None:
+        """The plan's KV capacity in tokens for this engine's own settings (speculation's
+        share, llama.cpp's ``-c``), as 02_launch compared it; None where it did not. 00_plan's
+        figure is vLLM's split without the engine's flags: not the one to set beside a
+        llama.cpp or speculative variant's measurement."""
+        row = self.plan_vs_engine.row("kv_cache_tokens")
+        return int(row.plan) if row is not None and row.plan is not None else None

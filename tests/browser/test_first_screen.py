@@ -32,6 +32,8 @@ RUNS = {"h200-vllm-short": _kept(DATA / "h200_vllm_run" / "h200-vllm-short"),
         "h100-seed003": _kept(DATA / "h100_seed003" / "seed003-qwen38-27b-h200"),
         # two engines, each speculating and not, three concurrencies, energy
         "h100-smollm2": _kept(DATA / "h100_smollm2" / "h200-smollm2"),
+        # two engines on the same 8B weights, four concurrencies to 64, the decode floor
+        "h100-compare": _kept(DATA / "h100_compare" / "h200-vllm-llamacpp"),
         "two-variants": make_run}
 
 

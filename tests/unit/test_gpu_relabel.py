@@ -40,6 +40,9 @@ def test_an_h100_lent_for_the_h200_recipe_is_planned_and_admitted(tmp_path: Path
     assert hardware["min_gpu_memory_gib"] <= H100[1]
     assert "relabelled for the lent NVIDIA H100 80GB HBM3" in hardware["notes"]
     assert "the committed recipe names H200" in hardware["notes"]
+    assert new["description"].startswith(_doc()["description"])  # the title names the card
+    assert new["description"].endswith("[run on a lent H100-SXM, planned for it; the recipe "
+                                       "names H200]")
     path = _tool().relabelled_path(tmp_path / "h200-vllm-llamacpp.yaml")
     assert path.name == "h200-vllm-llamacpp.lent.yaml"
     path.write_text(yaml.safe_dump(new, sort_keys=False))

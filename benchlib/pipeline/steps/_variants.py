@@ -104,6 +104,8 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
         folder = run.variant(name)
         launch = folder.result(STEP_LAUNCH)
         kv_tokens, max_conc = _planned(folder.result(STEP_PLAN))
+        # the capacity planned for this engine's own settings, where 02_launch compared it
+        kv_tokens = (launch.planned_kv_tokens() if launch else None) or kv_tokens
         measured = folder.result(STEP_MEASURE) or MeasureStep()
         table = summary_table(measured)
         for _, row in table.iterrows():
