@@ -11,8 +11,9 @@ run's start, from the GPU the run finds (NVML, as the run's provenance reads it)
   pattern to its name and ``min_gpu_memory_gib`` to 95 % of its memory, and says so in
   ``hardware.notes`` and the description (the report's title) (recorded in the run's
   ``recipe.json``; the committed recipe unchanged);
-- the GPU is the plan's, or the catalogue lacks it, or no GPU is found: the recipe as it is
-  (the run's own checks then say what is wrong).
+- the GPU is the plan's, or the catalogue lacks it or the plan's, or the plan describes its
+  card by hand (``gpu_memory_gib``, ``gpu_bandwidth_gbs``), or no GPU is found: the recipe as
+  it is (the run's own checks then say what is wrong).
 
 The plan then sizes this card, so the run's 00_plan verdict says whether the recipe fits it.
 
@@ -31,6 +32,9 @@ import yaml
 
 __all__ = ["relabel", "relabelled_path"]
 
+#: plan keys that describe a card by hand (not a catalogue entry): such a plan is left alone
+_OWN_CARD = {"gpu_memory_gib", "gpu_bandwidth_gbs"}
+
 #: the share of the lent card's memory its relabelled ``min_gpu_memory_gib`` asks for (NVML
 #: reports a little less than the catalogue's total on some drivers)
 MEMORY_SHARE = 0.95
@@ -39,16 +43,21 @@ MEMORY_SHARE = 0.95
 def relabel(doc: dict[str, Any], device_name: str, memory_gib: float) -> dict[str, Any] | None:
     """``doc`` (a recipe's YAML) relabelled for a device (its NVML name and total memory),
     or None when it needs none (the plan's GPU, a card the catalogue lacks, no plan.gpu)."""
+    from benchlib import UsageError
     from benchlib.memory import entry_for_device, find_gpu
 
     plan = doc.get("plan")
-    if not isinstance(plan, dict):
-        return None
+    if not isinstance(plan, dict) or plan.keys() & _OWN_CARD:
+        return None  # no plan, or a card described by hand: the run's checks say
     planned = plan.get("gpu")
     if not isinstance(planned, str) or not planned:
         return None
+    try:
+        planned_entry = find_gpu(planned)
+    except UsageError:  # a GPU the catalogue lacks: the recipe's own check names it
+        return None
     entry = entry_for_device(device_name, memory_gib)
-    if entry is None or entry.name == find_gpu(planned).name:
+    if entry is None or entry.name == planned_entry.name:
         return None
     out = dict(doc)
     out["plan"] = {**plan, "gpu": entry.name}
@@ -56,7 +65,9 @@ def relabel(doc: dict[str, Any], device_name: str, memory_gib: float) -> dict[st
     was = hardware.get("gpu_name_pattern")
     hardware["gpu_name_pattern"] = re.escape(device_name)
     hardware["min_gpu_memory_gib"] = round(MEMORY_SHARE * entry.memory_gib, 1)
-    said = (f"relabelled for the lent {device_name} ({memory_gib:.1f} GiB) by "
+    # the card's name and catalogue entry only: the note is hashed with the recipe, and both
+    # halves of a run in parts must write the same copy (NVML's memory varies by driver)
+    said = (f"relabelled for the lent {device_name} by "
             f"tools/gpu_relabel.py: plan.gpu {planned} -> {entry.name}, gpu_name_pattern "
             f"{was!r} -> the lent card's name; the committed recipe names {planned}")
     hardware["notes"] = f"{hardware['notes']}; {said}" if hardware.get("notes") else said

@@ -505,17 +505,17 @@ def _bench(recipe: str, job: str, yields_when: Sequence[str] = (),
 
 def for_lent_gpu(recipe: str) -> str:
     """The recipe to run on the card the tool lent: relabelled by ``tools/gpu_relabel.py``
-    where it is another catalogue GPU than the plan's (an H100 for an H200), else itself."""
+    where it is another catalogue GPU than the plan's (an H100 for an H200), else itself; the
+    job fails where the relabel does (both halves of a run in parts must run one recipe)."""
     python = VENV / "bin" / "python"
     if not python.is_file():  # no kit installed: the run itself will say so
         return recipe
     done = subprocess.run([str(python), str(REPO / "tools" / "gpu_relabel.py"), recipe],
                           cwd=REPO, capture_output=True, text=True, check=False)
     said = done.stdout.strip().splitlines()
-    if done.returncode or not said:
-        log(f"{recipe}: not relabelled (gpu_relabel.py exited {done.returncode}: "
-            f"{done.stderr.strip()[-400:]})")
-        return recipe
+    if done.returncode or not said:  # a run in parts must not resume from another recipe
+        raise SystemExit(f"{recipe}: gpu_relabel.py exited {done.returncode}: "
+                         f"{done.stderr.strip()[-400:]}")
     if said[-1] != recipe:
         log(f"{recipe}: {done.stderr.strip()}")
     return said[-1]

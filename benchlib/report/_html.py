@@ -39,6 +39,7 @@ from benchlib.report._markup import figure, fold, table
 from benchlib.report._provenance import provenance_card
 from benchlib.report._spec_cost import spec_cost_section
 from benchlib.report._view import RunView
+from benchlib.runs import planned_capacity
 from benchlib.runs._glance import FIGURE_FILE, Glance
 
 __all__ = ["FIGURES", "render_html"]
@@ -102,10 +103,10 @@ def _plan_vs_measured(view: RunView) -> str:
         plan = v.plan.plan if v.plan else None
         floor = plan.decode_floor_ms if plan else None
         tpot = m.median_tpot_ms
+        kv, _ = planned_capacity(v.plan, v.launch, v.recipe)
         rows.append({"variant": v.label, "scenario": scenario, "concurrency": conc,
                      "weights_gib_per_gpu": plan.weights_gib_per_gpu if plan else None,
-                     "planned_kv_tokens": (v.launch.planned_kv_tokens() if v.launch else None)
-                     or (plan.kv_cache_tokens if plan else None),
+                     "planned_kv_tokens": kv,
                      "decode_floor_ms": floor, "median_tpot_ms": tpot,
                      "energy_j_per_output_token": m.energy.energy_j_per_output_token
                      if m.energy else None,

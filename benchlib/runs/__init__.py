@@ -23,7 +23,14 @@ from benchlib.runs._keys import (
     STEP_PLAN,
     StepKey,
 )
-from benchlib.runs._launch import FLAG_PCT, EngineVsPlan, LaunchResult, PlanFigure, Probe
+from benchlib.runs._launch import (
+    FLAG_PCT,
+    EngineVsPlan,
+    LaunchResult,
+    PlanFigure,
+    Probe,
+    planned_capacity,
+)
 from benchlib.runs._measure import (
     AccuracyFailed,
     EngineLost,
@@ -102,6 +109,7 @@ __all__ = [
     "kit_root",
     "load_recipe_snapshot",
     "measurements",
+    "planned_capacity",
     "portable",
     "portable_recipe",
     "read_results",

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, JsonValue
 
 from benchlib.checks import CheckResult
+from benchlib.recipe import Recipe
+from benchlib.runs._models import PlanResult
 
 __all__ = ["FLAG_PCT", "EngineVsPlan", "LaunchResult", "PlanFigure", "Probe"]
 
@@ -85,8 +87,30 @@ class LaunchResult(BaseModel):
 
     def planned_kv_tokens(self) -> int | None:
         """The plan's KV capacity in tokens for this engine's own settings (speculation's
-        share, llama.cpp's ``-c``), as 02_launch compared it; None where it did not. 00_plan's
-        figure is vLLM's split without the engine's flags: not the one to set beside a
-        llama.cpp or speculative variant's measurement."""
+        share, llama.cpp's ``-c``), as 02_launch compared it; None where it did not."""
         row = self.plan_vs_engine.row("kv_cache_tokens")
         return int(row.plan) if row is not None and row.plan is not None else None
+
+
+def planned_capacity(plan: PlanResult | None, launch: LaunchResult | None,
+                     variant: Recipe) -> tuple[int | None, float | None]:
+    """The KV capacity (tokens) and the concurrency the plan gives a variant's engine with
+    its own settings, to set beside what it measured.
+
+    02_launch's plan where it compared the engine (concurrency: llama.cpp's slots, else the
+    tokens over ``max_model_len``, as vLLM counts it); else 00_plan's, but only for a
+    ``variant`` of vLLM without speculation, the settings 00_plan sizes; else None. 00_plan's
+    figure is vLLM's split without the engine's flags: beside a llama.cpp, open-jet or
+    speculative variant it would be another engine's number."""
+    kv = launch.planned_kv_tokens() if launch is not None else None
+    if launch is not None and kv is not None:
+        settings = launch.plan_vs_engine.settings
+        slots, context = settings.get("slots"), settings.get("max_model_len")
+        concurrency = (float(slots) if isinstance(slots, int) else
+                       kv / context if isinstance(context, int) and context > 0 else None)
+        return kv, concurrency
+    numbers = plan.plan if plan is not None else None
+    engine = variant.engine
+    if engine.kind == "vllm" and engine.speculative.method == "off" and numbers is not None:
+        return numbers.kv_cache_tokens, numbers.max_concurrency
+    return None, None

@@ -17,8 +17,8 @@ from benchlib.runs import (
     STEP_MEASURE,
     STEP_PLAN,
     MeasureStep,
-    PlanResult,
     RunFolder,
+    planned_capacity,
     summary_table,
 )
 from benchlib.runs._pareto import pareto_figure
@@ -82,13 +82,6 @@ def weights_caveat(recipe: Recipe) -> str:
             }.get(recipe.model.weights, "")
 
 
-def _planned(plan: PlanResult | None) -> tuple[int | None, float | None]:
-    """00_plan's predicted KV capacity (tokens) and max concurrency, where it planned."""
-    numbers = plan.plan if plan else None
-    return ((numbers.kv_cache_tokens, numbers.max_concurrency) if numbers
-            else (None, None))
-
-
 def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
     """One row per variant × scenario × concurrency, read from each variant's folder in
     ``run_dir`` (rows of a variant that has not measured yet are left out)."""
@@ -103,9 +96,8 @@ def variants_table(recipe: Recipe, run_dir: str | Path) -> pd.DataFrame:
     for name, variant in pairs:
         folder = run.variant(name)
         launch = folder.result(STEP_LAUNCH)
-        kv_tokens, max_conc = _planned(folder.result(STEP_PLAN))
-        # the capacity planned for this engine's own settings, where 02_launch compared it
-        kv_tokens = (launch.planned_kv_tokens() if launch else None) or kv_tokens
+        # the capacity planned for this engine's own settings (never another engine's)
+        kv_tokens, max_conc = planned_capacity(folder.result(STEP_PLAN), launch, variant)
         measured = folder.result(STEP_MEASURE) or MeasureStep()
         table = summary_table(measured)
         for _, row in table.iterrows():
