@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, JsonValue
 
+from benchlib.adapters import adapter
 from benchlib.checks import CheckResult
 from benchlib.recipe import Recipe
 from benchlib.runs._models import PlanResult
@@ -99,7 +100,8 @@ def planned_capacity(plan: PlanResult | None, launch: LaunchResult | None,
 
     02_launch's plan where it compared the engine (concurrency: llama.cpp's slots, else the
     tokens over ``max_model_len``, as vLLM counts it); else 00_plan's, but only for a
-    ``variant`` of vLLM without speculation, the settings 00_plan sizes; else None. 00_plan's
+    ``variant`` without speculation of an engine 00_plan sizes (vLLM's split, or an engine
+    whose ``plan_settings`` make 00_plan say what it reports); else None. 00_plan's
     figure is vLLM's split without the engine's flags: beside a llama.cpp, open-jet or
     speculative variant it would be another engine's number."""
     kv = launch.planned_kv_tokens() if launch is not None else None
@@ -110,7 +112,9 @@ def planned_capacity(plan: PlanResult | None, launch: LaunchResult | None,
                        kv / context if isinstance(context, int) and context > 0 else None)
         return kv, concurrency
     numbers = plan.plan if plan is not None else None
-    engine = variant.engine
-    if engine.kind == "vllm" and engine.speculative.method == "off" and numbers is not None:
+    engine = adapter(variant.engine.kind)
+    # 00_plan sizes vLLM's split (compared by KV blocks) or what plan_settings make it say
+    sized = engine.plan_comparison == "kv_blocks" or bool(engine.plan_settings)
+    if sized and variant.engine.speculative.method == "off" and numbers is not None:
         return numbers.kv_cache_tokens, numbers.max_concurrency
     return None, None
