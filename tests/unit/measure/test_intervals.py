@@ -12,6 +12,7 @@ from benchlib.measure.stats._intervals import (
     Repeat,
     _bounds,
     _point,
+    _row_percentiles,
     _too_few,
     bootstrap,
     intervals_of,
@@ -232,3 +233,30 @@ def test_ratio_is_inside_its_interval_both_ways_and_reproducible() -> None:
         assert (r.ratio > 1) == invert
         assert r == ratio_interval(fast, slow, "median_ttft_ms", seed=9, invert=invert,
                                    resamples=300)
+
+
+def test_row_percentiles_are_numpys_over_each_rows_finite_values() -> None:
+    """The bootstrap reads a block of resamples at once: each row's percentile over its finite
+    values is numpy's (linear), and a row with none is NaN."""
+    rng = np.random.default_rng(4)
+    rows = rng.lognormal(0.0, 1.0, (50, 40))
+    rows[rng.random(rows.shape) < 0.3] = np.nan
+    rows[7] = np.nan
+    for p in (0.0, 1.0, 50.0, 90.0, 99.0, 100.0):
+        got = _row_percentiles(rows, p)
+        assert np.isnan(got[7])
+        for i in [k for k in range(50) if k != 7]:
+            assert got[i] == pytest.approx(np.percentile(rows[i][np.isfinite(rows[i])], p))
+
+
+def test_a_repeat_brings_its_own_number_of_requests() -> None:
+    """Repeats of 5 requests at 10 and 50 at 20: a resample holding both pools 5 tens and 50
+    twenties (median 20); only one holding repeat 0 twice has a median of 10 (a quarter of
+    them). Drawn as many requests from each, a mixed pair's median would be 15."""
+    draws = bootstrap([_const(10.0, 5), _const(20.0, 50)], "median_ttft_ms",
+                      np.random.default_rng(6), 400)
+    assert set(draws.tolist()) == {10.0, 20.0}
+    assert 0.15 < float(np.mean(draws == 10.0)) < 0.35
+    itl = bootstrap([_const(10.0, 5), _const(20.0, 50)], "median_itl_ms",
+                    np.random.default_rng(6), 400)
+    assert set(itl.tolist()) == {10.0, 20.0}
