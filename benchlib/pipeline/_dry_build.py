@@ -16,7 +16,9 @@ for its warmups, a dataset path that is not there, a trace with a request rate) 
 engine's whole start first — twenty minutes of eight GPUs for a large model. Built here,
 the same code raises the same error before anything starts, as a
 :class:`~benchlib.UsageError` naming the recipe field (``scenarios.NAME.num_warmups``) and
-the variant and concurrency it arose at.
+the variant and concurrency it arose at. Every body sent, warmups included, must fit the
+engine's ``max_model_len`` with its prompt counted as the engine counts it: through the chat
+template for a chat, with the tokenizer's BOS for a completion (:class:`_Fits`).
 
 Prompt lengths need the prompts' tokenizer (:func:`~benchlib.pipeline._fairness.tokenizer_dir`).
 Where it is not on this machine (a hub model the run downloads first), the datasets that cut
@@ -41,7 +43,6 @@ from benchlib._exceptions import UsageError, validation_problems
 from benchlib.measure import (
     TOKENIZER_REQUIRED,
     MeasureConfig,
-    Prompt,
     build_requests,
     load_tokenizer,
     ramp_seed,
@@ -100,14 +101,21 @@ def _build_one(cfg: MeasureConfig, tok: Any | None, sdk: bool,
     trace_rate_check(cfg)
     warm = 0
     bodies: list[bytes] = []
+    warmups: list[bytes] = []
     first_prompts = None
+    fits = _Fits(tok, context)
     for r, own in enumerate(repeat_configs(cfg)):
         prompts, built = build_requests(own, tok)
         if r == 0:
             first_prompts = prompts
-            warm = len(warmup_bodies(own, tok, built))
+            warmups = warmup_bodies(own, tok, built)
+            warm = len(warmups)
         bodies += built
-        _fits(prompts, context)
+        fits.check(built, "--input-len", "a prompt")
+    # after the measured ones: a warmup of a drawn dataset fails only as they would; a file's
+    # warmups are its later lines, which fewer warmups (or warmups_like_vllm) leave out
+    fits.check(warmups, "--num-warmups" if cfg.dataset == "file" else "--input-len",
+               "a warmup's prompt")
     through_sdk = ""
     if sdk:
         n = len(build_requests(cfg.model_copy(update={"seed": sdk_seed(cfg.seed)}), tok)[1])
@@ -127,21 +135,59 @@ def _build_one(cfg: MeasureConfig, tok: Any | None, sdk: bool,
     return line
 
 
-def _fits(prompts: list[Prompt], context: int | None) -> None:
-    """Raise unless every prompt (its tokens where counted) and its output fit ``context``."""
-    if context is None or not prompts:
-        return
-    longest = max(prompts, key=lambda p: p.prompt_len)
-    if longest.prompt_len > context:
-        raise UsageError("--input-len", f"a prompt of {longest.prompt_len} tokens passes the "
-                         f"engine's max_model_len {context} by itself: it would refuse such a "
-                         "request; lower input_len, or raise engine.max_model_len")
-    worst = max(prompts, key=lambda p: p.prompt_len + (p.output_len or 0))
-    if worst.prompt_len + (worst.output_len or 0) > context:
-        raise UsageError("--output-len", f"a prompt of {worst.prompt_len} tokens and "
-                         f"{worst.output_len} to generate pass the engine's max_model_len "
-                         f"{context}: it would refuse such a request; lower input_len or "
-                         "output_len, or raise engine.max_model_len")
+class _Fits:
+    """Each request body's prompt counted as the engine counts it, against its context: a chat
+    through the tokenizer's chat template (rendered, then encoded without special tokens, as
+    vLLM and SGLang do), a completion's text with the tokenizer's special tokens (its BOS),
+    token ids as sent. Raises naming the field where a request would be refused."""
+
+    def __init__(self, tok: Any | None, context: int | None) -> None:
+        self.tok: Any = tok
+        self.context = context
+        self.seen: dict[bytes, tuple[int, int, int]] = {}
+
+    def served(self, body: bytes) -> tuple[int, int, int]:
+        """(prompt tokens the engine counts, the prompt's own tokens, tokens to generate)."""
+        if body not in self.seen:
+            req = json.loads(body)
+            out = int(req.get("max_completion_tokens") or req.get("max_tokens") or 0)
+            if "messages" in req:
+                text = "\n".join(str(m.get("content") or "") for m in req["messages"])
+                own = len(self.tok.encode(text, add_special_tokens=False))
+                served = own
+                if getattr(self.tok, "chat_template", None):
+                    rendered = self.tok.apply_chat_template(
+                        req["messages"], add_generation_prompt=True, tokenize=False)
+                    served = len(self.tok.encode(rendered, add_special_tokens=False))
+            elif isinstance(req["prompt"], list):  # token ids: sent as they are
+                own = served = len(req["prompt"])
+            else:
+                own = len(self.tok.encode(req["prompt"], add_special_tokens=False))
+                served = len(self.tok.encode(req["prompt"]))
+            self.seen[body] = (served, own, out)
+        return self.seen[body]
+
+    def check(self, bodies: list[bytes], field: str, what: str) -> None:
+        """Raise unless every body's prompt (as served) and its output fit the context."""
+        if self.context is None or self.tok is None or not bodies:
+            return
+        counted = [self.served(b) for b in bodies]
+        served, own, _ = max(counted, key=lambda c: c[0])
+        how = (f" as the engine counts it ({own} of its own, {served - own} its chat template "
+               "or BOS adds)") if served != own else ""
+        if served > self.context:
+            raise UsageError(field, f"{what} of {served} tokens{how} passes the engine's "
+                             f"max_model_len {self.context} by itself: it would refuse such a "
+                             "request; lower input_len, or raise engine.max_model_len")
+        served, own, out = max(counted, key=lambda c: c[0] + c[2])
+        how = (f" as the engine counts it ({own} of its own, {served - own} its chat template "
+               "or BOS adds)") if served != own else ""
+        if served + out > self.context:
+            raise UsageError("--output-len" if field == "--input-len" else field,
+                             f"{what} of {served} tokens{how} and {out} to generate pass the "
+                             f"engine's max_model_len {self.context}: it would refuse such a "
+                             "request; lower input_len or output_len, or raise "
+                             "engine.max_model_len")
 
 
 def _field(scenario: str, exc: UsageError) -> str:

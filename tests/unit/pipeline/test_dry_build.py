@@ -214,3 +214,51 @@ def test_a_bad_sampling_key(sampling: dict[str, Any], said: str, tmp_path: Path,
     err = capsys.readouterr().err
     assert f"scenarios[1].sampling: {said}" in err, err
     assert "Traceback" not in err
+
+
+def _fit_recipe(tmp_path: Path, tiny_model: Path, context: int, scenario: str) -> Path:
+    path = tmp_path / "fit.yaml"
+    path.write_text(f"""\
+name: fit
+model: {{id: tiny, local_path: "{tiny_model}"}}
+engine: {{kind: endpoint, base_url: "http://127.0.0.1:9", max_model_len: {context}}}
+scenarios:
+  - {scenario}
+""", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("endpoint", "adds"), [("chat", 13), ("completions", 1)])
+def test_the_prompt_is_counted_as_the_engine_counts_it(
+        endpoint: str, adds: int, tiny_model: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The tiny model's 63-token prompts and 16 to generate fit a context of 79 by their own
+    tokens; the engine also counts what the chat template (13 tokens) or the BOS (1) adds,
+    and would refuse each request: --check fails one token short of that, naming the field,
+    and passes at it."""
+    scenario = (f"{{name: s, endpoint: {endpoint}, dataset: text, input_len: 64, "
+                "output_len: 16, concurrencies: [1], num_prompts: 2}")
+    err = _fails(_fit_recipe(tmp_path, tiny_model, 63 + adds + 16 - 1, scenario),
+                 "scenarios.s.output_len", monkeypatch, capsys)
+    assert f"a prompt of {63 + adds} tokens as the engine counts it (63 of its own, {adds} " \
+           "its chat template or BOS adds) and 16 to generate" in err
+    monkeypatch.chdir(REPO)
+    assert main(["run", str(_fit_recipe(tmp_path, tiny_model, 63 + adds + 16, scenario)),
+                 "--check"]) == 0
+
+
+def test_a_warmup_longer_than_the_context(tiny_model: Path, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A prompt file's warmups are its lines after the measured ones: a long one past the
+    context would be refused at the run's first request, so --check names num_warmups."""
+    lines = ["alpha bravo charlie"] * 2 + [" ".join(["delta"] * 300)]
+    (tmp_path / "p.jsonl").write_text("".join(f'{{"prompt": "{x}"}}\n' for x in lines),
+                                      encoding="utf-8")
+    scenario = (f"{{name: s, endpoint: completions, dataset: file, dataset_path: "
+                f"'{tmp_path / 'p.jsonl'}', output_len: 16, concurrencies: [1], "
+                "num_prompts: 2, num_warmups: 1}")
+    err = _fails(_fit_recipe(tmp_path, tiny_model, 200, scenario), "scenarios.s.num_warmups",
+                 monkeypatch, capsys)
+    assert ("a warmup's prompt of 301 tokens as the engine counts it (300 of its own"
+            in err and "passes the engine's max_model_len 200 by itself" in err)
