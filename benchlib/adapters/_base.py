@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from benchlib._exceptions import UsageError
-from benchlib.adapters._memory import MemoryInputs, ReportRow
+from benchlib.adapters._memory import MemoryInputs, ReportRow, flag_value
 from benchlib.adapters._speculative import Speculative
 from benchlib.measure import MetricNames
 
@@ -195,6 +195,26 @@ class EngineAdapter:
     flag_tool: str = ""
     #: why there is no flag set (``none``; ``help`` without ``engine.executable``)
     no_flag_set: str = ""
+    #: the flags that set its prefix cache's unit (vLLM's ``--block-size``)
+    prefix_block_flags: tuple[str, ...] = ()
+    #: that unit when no flag sets it and the engine did not report it: (tokens, why);
+    #: None where the kit does not know the engine's cache
+    prefix_block_default: tuple[int, str] | None = None
+
+    def prefix_block(self, args: tuple[str, ...] | list[str],
+                     settings: Mapping[str, object] | None = None) -> tuple[int, str] | None:
+        """The engine's prefix-cache unit in tokens and where it comes from: its flag in
+        ``args``, else the block it reported at launch (02_launch's plan settings:
+        ``block_size`` with ``block_size_from``), else its default; None where unknown."""
+        value = flag_value(tuple(args), *self.prefix_block_flags) \
+            if self.prefix_block_flags else None
+        if value is not None and value.isdigit():
+            return int(value), f"engine.args {self.prefix_block_flags[0]} {value}"
+        reported, source = (settings or {}).get("block_size"), (settings or {}).get(
+            "block_size_from")
+        if isinstance(reported, int) and not isinstance(reported, bool) and source:
+            return reported, f"{self.label} reported it: {source}"
+        return self.prefix_block_default
 
     def environment_python(self, python: Path | None) -> Path | None:
         """The interpreter whose installed packages are the engine's, as

@@ -142,6 +142,7 @@ LLAMACPP = _Llamacpp(
         "-m": "model", "--alias": "model.served_name", "--host": "engine.host",
         "--port": "engine.port", "-c": "engine.max_model_len"}),
     name="llamacpp", label="llama.cpp", distributions=("llama_cpp_python", "llama-cpp-python"),
+    prefix_block_default=(1, "llama.cpp: a slot reuses its last prompt's tokens, token by token"),
     crash_hints=(
         CrashHint("removed-argument", re.compile(r"the argument has been removed\."),
                   "this llama.cpp build renamed the flag: use the one the message names "

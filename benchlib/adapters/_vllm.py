@@ -224,6 +224,9 @@ VLLM = _Vllm(
         "requests_waiting": _S(("vllm:num_requests_waiting",)),
     }), verified=True),
     plan_comparison="kv_blocks", reports_cache_config=True,
+    prefix_block_flags=("--block-size",),
+    prefix_block_default=(16, "vLLM's GPU default --block-size; its CPU build's is 128, read "
+                              "from /metrics at the run"),
     speculative_flags=frozenset({"--speculative-config", "--speculative_config", "-sc",
                                  "--spec-method", "--spec-model", "--spec-tokens"}),
     flag_differences=MappingProxyType({

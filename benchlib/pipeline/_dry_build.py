@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from benchlib._exceptions import UsageError, validation_problems
+from benchlib.adapters import adapter
 from benchlib.measure import (
     TOKENIZER_REQUIRED,
     MeasureConfig,
@@ -131,7 +132,7 @@ def _build_one(cfg: MeasureConfig, tok: Any | None, sdk: bool,
         line += f"; prompts {min(lens)}–{max(lens)} {'stand-in ' * standing_in}tokens"
     if (tok is not None and not standing_in and cfg.dataset in TEXT_DATASETS
             and len(first_prompts) > 1):
-        line += "; " + prefix_share(tok, first_prompts).summary()
+        line += "; " + prefix_share(tok, first_prompts, *cfg.prefix_unit()).summary()
     return line
 
 
@@ -250,6 +251,7 @@ def dry_build(recipe: Recipe) -> list[str]:
         where = f"variant {name}, " if name else ""
         tok_dir = tokenizer_dir(one, "")
         tok = load_tokenizer(tok_dir) if tok_dir is not None and tok_dir.exists() else None
+        unit = adapter(one.engine.kind).prefix_block(one.engine.args)
         for s in one.scenarios:
             standing_in = tok is None and s.dataset in _NEEDS_TOKENIZER
             use, path, note = tok, tok_dir if tok is not None else None, ""
@@ -260,6 +262,9 @@ def dry_build(recipe: Recipe) -> list[str]:
                 note = (f" (a byte-level tokenizer stood in for the model's, {path}, not on "
                         "this machine: lengths are its tokens, one a byte; no prefix share)")
             for i, (label, cfg) in enumerate(_named_configs(one, s, path, where)):
+                if unit is not None:  # as 03_measure sets it (before the engine reports one)
+                    cfg = cfg.model_copy(update={"prefix_block": unit[0],
+                                                 "prefix_block_from": unit[1]})
                 built = _named(s.name, where, label, _build_one, cfg, use, s.sdk_view,
                                one.engine.max_model_len, standing_in)
                 seeding = f"; seeding {s.seeding(i)}" if not s.ramp_input_lens else ""

@@ -253,9 +253,18 @@ def test_the_text_dataset_end_to_end(scripted: Callable[..., Any], tmp_path: Pat
     # the text's shared prefixes are counted and kept (random token ids: not counted)
     share = result.benchlib.prompt_prefix_share
     assert share is not None and share.prompts == 6 and share.block == 16
+    assert "assumed" in share.block_from  # no engine's unit given: vLLM's GPU default
     assert 0 <= share.sharing <= 6 and share.total_tokens >= sum(lens) // 2
     assert json.loads(out.read_text())["benchlib"]["prompt_prefix_share"]["prompts"] == 6
     assert same.benchlib.prompt_prefix_share is None
+    # in the engine's own unit where it is given (03_measure: prefix_unit)
+    unit, _ = run(server, tmp_path, tiny_model, dataset="text", endpoint="chat",
+                  num_prompts=6, input_len=120, random_range_ratio=0.3, seed=4,
+                  prefix_block=1, prefix_block_from="SGLang's default --page-size 1")
+    one = unit.benchlib.prompt_prefix_share
+    assert one is not None and (one.block, one.block_from) == (
+        1, "SGLang's default --page-size 1")
+    assert one.cacheable_tokens >= share.cacheable_tokens
 
 
 def test_a_scripted_server_marks_its_results_synthetic(scripted: Callable[..., Any],

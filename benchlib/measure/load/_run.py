@@ -263,7 +263,7 @@ def measure_once(cfg: MeasureConfig, api_key: str | None = None,
     tokenizer = load_tokenizer(cfg.tokenizer) if cfg.tokenizer is not None else None
     prompts, bodies = build_requests(cfg, tokenizer)
     # what a prefix cache could serve of a text dataset, counted before any clock starts
-    prefix = (prefix_share(tokenizer, prompts) if tokenizer is not None
+    prefix = (prefix_share(tokenizer, prompts, *cfg.prefix_unit()) if tokenizer is not None
               and cfg.dataset in TEXT_DATASETS and len(prompts) > 1 else None)
     run_coroutine(check_tls(plan.endpoint(), plan.connect_timeout))
     warmups = warmup_bodies(cfg, tokenizer, bodies)

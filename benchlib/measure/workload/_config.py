@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from benchlib.measure.workload._prefix_share import ASSUMED_BLOCK, PREFIX_BLOCK_TOKENS
 from benchlib.measure.workload._workload import Workload
 
 __all__ = ["TOKENIZER_REQUIRED", "MeasureConfig"]
@@ -54,12 +55,28 @@ class MeasureConfig(Workload):
         0, ge=0, description="file and conversations datasets: start after this many lines "
                              "(sessions); repeat r ≥ 1 of a measurement starts after the "
                              "lines the earlier repeats and their warmups sent")
+    prefix_block: int | None = Field(
+        None, ge=1, description="the engine's prefix-cache unit in tokens (vLLM's "
+                                "--block-size, SGLang's --page-size, 1 for llama.cpp): a text "
+                                "prompt counts as sharing a prefix from one whole unit "
+                                "(benchlib.prompt_prefix_share); none: vLLM's GPU default 16, "
+                                "said to be assumed")
+    prefix_block_from: str = Field(
+        "", description="where --prefix-block's number comes from (the engine's flag, its "
+                        "/metrics, its default), kept beside it in the result")
     ca_bundle: Path | None = Field(
         None, description="https: trust the CA certificates in this PEM file instead of the "
                           "system's (a self-signed server: its own certificate)")
     insecure: bool = Field(
         False, description="https: do not check the server's certificate or host name (still "
                            "encrypted, not authenticated)")
+
+    def prefix_unit(self) -> tuple[int, str]:
+        """The prefix-cache unit the shared-prefix share is counted in, and where it comes
+        from (:mod:`benchlib.measure.workload._prefix_share`)."""
+        if self.prefix_block is None:
+            return PREFIX_BLOCK_TOKENS, ASSUMED_BLOCK
+        return self.prefix_block, self.prefix_block_from or "given: --prefix-block"
 
     @field_validator("base_url")
     @classmethod

@@ -16,11 +16,15 @@ recipe can be seen to hold distinct prompts before an engine starts, and every m
 one keeps it in its result (``benchlib.prompt_prefix_share``) and in its table row
 (``prefix_sharing_fraction``).
 
-The block is :data:`PREFIX_BLOCK_TOKENS`, vLLM's default ``--block-size`` (16 tokens): a
-shared prefix shorter than one block cannot be served from vLLM's cache at all. SGLang's radix
-cache matches token by token (page size 1), so for it a few shared tokens (a BOS, an
-instruction's words) are also served; those are a rounding error beside a long prompt and are
-the same for every request, which is why the block, not one token, is the line drawn.
+The block is the engine's prefix-cache unit, as the run knows it (``MeasureConfig.prefix_block``,
+set by ``03_measure`` from the engine: vLLM's ``--block-size`` or the block its ``/metrics``
+reports, 16 on a GPU and 128 in its CPU build; SGLang's ``--page-size``, 1 by default, its radix
+cache matching token by token; 1 for llama.cpp, whose slots keep their last prompt's tokens):
+a shared prefix shorter than one unit cannot be served from that engine's cache. Where the
+engine's unit is not known (a bare ``benchlib measure``, an ``endpoint``) it is
+:data:`PREFIX_BLOCK_TOKENS`, vLLM's GPU default, and ``block_from`` says it was assumed. With a
+unit of one token, prompts that merely start alike (an instruction's first words) count as
+sharing: the share of prompt *tokens* a cache could serve is then the figure to read.
 """
 
 from __future__ import annotations
@@ -33,13 +37,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchlib.measure.wire._request import Prompt
 
-__all__ = ["PREFIX_BLOCK_TOKENS", "TEXT_DATASETS", "PrefixShare", "prefix_share"]
+__all__ = ["ASSUMED_BLOCK", "PREFIX_BLOCK_TOKENS", "TEXT_DATASETS", "PrefixShare", "prefix_share"]
 
 #: datasets of text a prefix cache could share (random token ids share nothing by chance)
 TEXT_DATASETS = ("text", "sglang-random", "file")
 
-#: vLLM's default KV block (``--block-size 16``): the unit a prefix cache serves
+#: vLLM's default KV block on a GPU (``--block-size 16``): the unit assumed where the
+#: engine's is not known
 PREFIX_BLOCK_TOKENS = 16
+#: ``block_from`` where the engine's unit was not given
+ASSUMED_BLOCK = "assumed: vLLM's GPU default --block-size, the engine's own not known"
 
 
 class PrefixShare(BaseModel):
@@ -55,7 +62,9 @@ class PrefixShare(BaseModel):
                                               "shared prefix")
     total_tokens: int = Field(description="Σ prompt tokens")
     longest: int = Field(description="the longest shared prefix, in tokens")
-    block: int = Field(description="the block size used (vLLM's default, 16 tokens)")
+    block: int = Field(description="the engine's prefix-cache unit, in tokens")
+    block_from: str = Field(ASSUMED_BLOCK, description="where the unit comes from: the "
+                            "engine's flag, its /metrics, its default, or assumed")
 
     @property
     def sharing_fraction(self) -> float:
@@ -70,7 +79,8 @@ class PrefixShare(BaseModel):
     def summary(self) -> str:
         """One line for ``--check``."""
         return (f"{self.sharing} of {self.prompts} prompts ({100 * self.sharing_fraction:.0f} %) "
-                f"share a prefix of ≥ {self.block} tokens with another (longest "
+                f"share a prefix of ≥ {self.block} token{'s' * (self.block > 1)} "
+                f"with another ({self.block_from}; longest "
                 f"{self.longest}); {100 * self.cacheable_fraction:.1f} % of prompt tokens "
                 "a prefix cache could serve")
 
@@ -91,7 +101,8 @@ def _common(a: Sequence[int], b: Sequence[int]) -> int:
 
 
 def prefix_share(tokenizer: Any, prompts: Sequence[Prompt],
-                 block: int = PREFIX_BLOCK_TOKENS) -> PrefixShare:
+                 block: int = PREFIX_BLOCK_TOKENS, block_from: str = ASSUMED_BLOCK
+                 ) -> PrefixShare:
     """The shared prefixes of ``prompts`` encoded with ``tokenizer`` (module doc)."""
     seqs = [_ids(tokenizer, p) for p in prompts]
     order = sorted(range(len(seqs)), key=lambda i: seqs[i])
@@ -103,4 +114,4 @@ def prefix_share(tokenizer: Any, prompts: Sequence[Prompt],
     cached = [n // block * block for n in best]
     return PrefixShare(prompts=len(seqs), sharing=sum(c > 0 for c in cached),
                        cacheable_tokens=sum(cached), total_tokens=sum(map(len, seqs)),
-                       longest=max(best, default=0), block=block)
+                       longest=max(best, default=0), block=block, block_from=block_from)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchlib._exceptions import BenchlibError
 from benchlib._secrets import env_secret
+from benchlib.adapters import adapter
 from benchlib.checks import SdkView, sdk_view
 from benchlib.energy import EnergyResult
 from benchlib.engines import http_ok
@@ -68,7 +69,7 @@ from benchlib.runs import (
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["STEP", "Measured", "measure_scenarios"]
+__all__ = ["STEP", "Measured", "measure_scenarios", "prefix_unit"]
 
 
 #: per-request arrays stay in the measure JSON; the results keep the aggregates
@@ -84,17 +85,27 @@ class Measured:
     folder: RunFolder
 
 
+def prefix_unit(recipe: Recipe, launch: LaunchResult | None) -> tuple[int, str] | None:
+    """The engine's prefix-cache unit for the shared-prefix share, and where it comes from:
+    its flag, the block it reported at 02_launch (vLLM's ``/metrics``), its default; None
+    where the kit does not know the engine's cache (an endpoint: the unit is assumed)."""
+    settings = launch.plan_vs_engine.settings if launch is not None else None
+    return adapter(recipe.engine.kind).prefix_block(recipe.engine.args, settings)
+
+
 def _measure_once(recipe: Recipe, s: Scenario, base_url: str, result_json: Path,
                   tokenizer: Path | None, api_key: str | None,
                   on_warmed: Callable[[], None] | None = None, once: bool = False,
-                  **shape: Any) -> MeasureResult:
+                  unit: tuple[int, str] | None = None, **shape: Any) -> MeasureResult:
     """The one place :func:`benchlib.measure.measure` is called. ``once``: one run whatever
-    the scenario's ``repeats`` (a ramp's step)."""
+    the scenario's ``repeats`` (a ramp's step); ``unit``: :func:`prefix_unit`."""
     if once:
         s = s.model_copy(update={"repeats": 1})
     cfg = s.measure_config(base_url=base_url, model=recipe.model.served_model_name,
                            tokenizer=tokenizer, result_json=result_json, **shape,
                            **tls_options(recipe, base_url))
+    if unit is not None:
+        cfg = cfg.model_copy(update={"prefix_block": unit[0], "prefix_block_from": unit[1]})
     return measure(cfg, api_key=api_key, on_warmed=on_warmed)
 
 
@@ -196,6 +207,7 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
         save_results(saved_to, results, exclude_unset=True)
 
     launch = folder.result(STEP_LAUNCH)
+    unit = prefix_unit(recipe, launch)
     problems: list[str] = []
     said: set[str] = set()  # energy reasons already printed (once per step, not per row)
     with endpoint(recipe, base_url) as url:
@@ -221,7 +233,7 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
                 sampler = sampler_for(recipe, url, api_key)
                 try:
                     r = _measure_once(recipe, s, url, result_json, tokenizer, api_key,
-                                      on_warmed=sampler.mark if sampler else None,
+                                      on_warmed=sampler.mark if sampler else None, unit=unit,
                                       max_concurrency=conc, num_prompts=s.prompts_at(i),
                                       input_len=s.input_len, seed=s.seed_at(i))
                 except BaseException:

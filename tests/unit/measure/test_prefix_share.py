@@ -39,3 +39,16 @@ def test_distinct_text_prompts_share_no_block(tokenizer: Any) -> None:
     share = prefix_share(tokenizer, prompts)
     # an instruction is shared by some; a passage never past it
     assert share.longest < 2 * PREFIX_BLOCK_TOKENS
+
+
+def test_a_unit_of_one_token_counts_every_shared_token() -> None:
+    """SGLang's radix cache (page size 1) and llama.cpp's slots serve any shared prefix: two
+    prompts that start alike for 5 tokens share at a unit of 1, not at vLLM's 16; the line
+    names the unit and where it came from."""
+    prompts = [Prompt("abcdeX" * 4, 24, 1), Prompt("abcdeY" * 4, 24, 1), Prompt("z" * 9, 9, 1)]
+    assert prefix_share(_Chars(), prompts).sharing == 0
+    one = prefix_share(_Chars(), prompts, block=1, block_from="SGLang's default --page-size 1")
+    assert (one.sharing, one.cacheable_tokens, one.longest) == (2, 10, 5)
+    assert "share a prefix of ≥ 1 token with another (SGLang's default --page-size 1; " \
+        "longest 5)" in one.summary()
+    assert "assumed" in prefix_share(_Chars(), prompts).block_from

@@ -262,3 +262,18 @@ def test_a_warmup_longer_than_the_context(tiny_model: Path, tmp_path: Path,
                  monkeypatch, capsys)
     assert ("a warmup's prompt of 301 tokens as the engine counts it (300 of its own"
             in err and "passes the engine's max_model_len 200 by itself" in err)
+
+
+def test_the_shared_prefix_share_is_counted_in_each_engines_unit(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Seed 001 on the H200 runs SGLang, whose radix cache serves a prefix token by token:
+    its text prompts' share is counted at a unit of 1, named; the demo's vLLM at its block."""
+    monkeypatch.chdir(REPO)
+    assert main(["run", "params/seeds/001-glm47-flash-sglang-h200.yaml", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "share a prefix of ≥ 1 token with another (SGLang's default --page-size 1" in out
+    assert "share a prefix of ≥ 16 tokens" not in out
+    assert main(["run", "params/demo.yaml", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "share a prefix of ≥ 16 tokens with another (vLLM's GPU default --block-size" in out
+    assert "share a prefix of ≥ 1 token with another (llama.cpp" in out
