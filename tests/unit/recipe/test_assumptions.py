@@ -128,3 +128,34 @@ def test_a_variant_wildcard_shapes_every_variant_and_only_variants() -> None:
     assert assumption_caveats([every, one], variant="b") == [every.caveat]
     assert assumption_caveats([every, one], scenario="s") == [every.caveat]
     assert assumption_caveats([every, one]) == [every.caveat, one.caveat]
+
+
+@pytest.mark.parametrize("path", sorted(SEEDS.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_seed_recipe_names_its_departures_on_its_rows(
+        path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every seed recipe sets its figures beside the source's (references) and names each
+    setting it takes otherwise or on assumption on every row that setting shapes."""
+    from benchlib.recipe import resolve_paths
+
+    from ._differs import differs_on_every_row
+
+    monkeypatch.chdir(REPO)
+    recipe = resolve_paths(load_recipe(path), REPO)
+    assert recipe.assumptions, path.name
+    differs_on_every_row(recipe)
+
+
+def test_seed_003s_lock_and_long_context_endpoint_are_named() -> None:
+    """The write-up prints only vLLM's pin of its lock, and sent its 6,603-token request to
+    /v1/completions while the recipe's ramp stays on chat: both stand as caveats."""
+    recipe = load_recipe(SEEDS / "003-qwen38-27b-cmp170hx.yaml")
+    found = {a.setting: a for a in recipe.assumptions}
+    assert found["scenarios.long-context.endpoint"].kind == "differs"
+    lock = found["variants.vllm-dflash2-k7.engine.lock"]
+    assert "vllm==0.27.1 alone" in lock.value
+    lines = assumption_caveats(recipe.assumptions, "vllm-dflash2-k7", "long-context")
+    assert any("engine.lock" in line for line in lines)
+    assert any(line.startswith("differs from the source: scenarios.long-context.endpoint")
+               for line in lines)
+    assert not any("engine.lock" in line for line in assumption_caveats(
+        recipe.assumptions, "openjet-mtp-d4", "long-context"))

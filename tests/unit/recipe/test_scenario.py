@@ -43,13 +43,15 @@ def test_measure_config_is_what_the_pipeline_built_by_hand() -> None:
                                result_json=Path("/o") / f"{s.name}.json", max_concurrency=conc,
                                num_prompts=8, input_len=s.input_len + conc,
                                num_warmups=case["num_warmups"])
-        # the TLS, worker and warmup settings came later (defaults: the system's CAs,
-        # checked; the measured worker count, this host; warmups of their own prompts)
+        # the TLS, worker, warmup and prefix-unit settings came later (defaults: the
+        # system's CAs, checked; the measured worker count, this host; warmups of their own
+        # prompts; the engine's prefix-cache unit not given)
         assert _plain(cfg) == {**case["config"], "ca_bundle": None, "insecure": False,
                                "workers": None, "ray_address": None,
                                "warmups_like_vllm": False, "repeats": 1,
                                "trace_time_scale": 1.0, "conversation_think_s": 0.5,
-                               "dataset_skip": 0}
+                               "dataset_skip": 0, "prefix_block": None,
+                               "prefix_block_from": ""}
 
 
 def test_the_scenarios_seed_and_new_settings_reach_the_run() -> None:

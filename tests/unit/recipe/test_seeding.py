@@ -106,15 +106,19 @@ def test_the_writeups_prompt_counts_are_the_recipes() -> None:
     assert {c: {n} for c, n in named.items()} == sent
 
 
+@pytest.mark.parametrize("path", sorted((REPO / "params" / "seeds").glob("001-*.yaml")),
+                         ids=lambda p: p.name)
 def test_seed_001s_seeding_and_warmup_departures_stand_on_its_rows(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The recipe's derived seeds and distinct warmup are not the page's: each row of a
-    scenario drawn so says it (the page's seeding is one setting away, concurrency_seeds)."""
+        path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each seed-001 recipe's derived seeds and distinct warmup are not the page's: each row
+    of a scenario drawn so says it (the page's seeding is one setting away,
+    concurrency_seeds), the B200 recipe's and the H200 one's alike."""
     from benchlib.pipeline.steps._references import references_table
     from benchlib.recipe import load_recipe, resolve_paths
 
     monkeypatch.chdir(REPO)
-    recipe = resolve_paths(load_recipe(SEED_001), REPO)
+    recipe = resolve_paths(load_recipe(path), REPO)
+    assert not any(s.warmups_like_vllm for s in recipe.scenarios)
     table = references_table(recipe, "")
     assert table is not None and not table.empty
     derived = {s.name for s in recipe.scenarios if s.concurrency_seeds == "derived"}
