@@ -132,7 +132,7 @@ def _units(repeats: Sequence[Repeat], metric: _Metric) -> tuple[np.ndarray, np.n
            for r in repeats]
     counts = np.array([len(u) for u in per], dtype=np.int64)
     width = max((a.size for u in per for a in u), default=0)
-    padded = np.full((len(per), max(1, int(counts.max(initial=0))), max(1, width)), np.nan)
+    padded = np.full((len(per), int(counts.max(initial=0)), width), np.nan)
     for i, units in enumerate(per):
         for j, arr in enumerate(units):
             padded[i, j, :arr.size] = arr
@@ -174,12 +174,14 @@ def bootstrap(repeats: Sequence[Repeat], figure: str, rng: np.random.Generator,
         return means
     assert p is not None
     padded, counts = _units(repeats, metric)
+    out = np.full(resamples, np.nan)
+    if not np.isfinite(padded).any():  # not one value to draw
+        return out
     _, most, width = padded.shape
     block = max(1, _BLOCK_ELEMENTS // (n * most * width))
-    out = np.full(resamples, np.nan)
     for start in range(0, resamples, block):
         rows = min(block, resamples - start)
-        which = rng.integers(0, n, (rows, n)) if n > 1 else np.zeros((rows, 1), np.int64)
+        which = rng.integers(0, n, (rows, n))  # one repeat: always itself
         have = counts[which][..., None]                       # (rows, n, 1) units each
         units = np.floor(rng.random((rows, n, most)) * have).astype(np.int64)
         gathered = padded[which[..., None], units]            # (rows, n, most, width)

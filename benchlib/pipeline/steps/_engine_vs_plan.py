@@ -1,6 +1,7 @@
 """The memory plan against the live engine: what 02_launch's engine says it allocated (its log
 lines, its ``/metrics``) beside what the plan predicts for that engine's own settings, with a
-difference above :data:`FLAG_PCT` flagged; and, for 03_measure, a scenario's expected KV use.
+difference above :data:`FLAG_PCT` flagged; and, for 03_measure, a scenario's expected KV use
+and the engine's prefix-cache unit (:func:`prefix_unit`).
 
 The plan here is computed again for the variant's engine, not taken from 00_plan: the
 variant's model file (a GGUF for llama.cpp), its ``max_model_len``, KV cache dtype, block
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     pass
 
 __all__ = ["FLAG_PCT", "EngineVsPlan", "PlanFigure", "compare_engine_to_plan",
-           "flagged_lines", "kv_usage_expected"]
+           "flagged_lines", "kv_usage_expected", "prefix_unit"]
 
 _GIB = 1024**3
 
@@ -189,3 +190,11 @@ def kv_usage_expected(vs: EngineVsPlan, s: Scenario, concurrency: int) -> KvVsPl
     return KvVsPlan(expected=round(min(expected, 1.0), 6), capacity_tokens=int(capacity),
                     tokens_per_request=per_request,
                     capacity_flagged=any(r.flagged for r in (tokens, blocks) if r))
+
+
+def prefix_unit(recipe: Recipe, vs: EngineVsPlan | None) -> tuple[int, str] | None:
+    """The engine's prefix-cache unit for the shared-prefix share, and where it comes from:
+    its flag, the block it reported at 02_launch (``vs``' settings: vLLM's ``/metrics``), its
+    default; None where the kit does not know the engine's cache (the unit is then assumed)."""
+    return adapter(recipe.engine.kind).prefix_block(recipe.engine.args,
+                                                    vs.settings if vs is not None else None)

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from benchlib._exceptions import BenchlibError
 from benchlib._secrets import env_secret
-from benchlib.adapters import adapter
 from benchlib.checks import SdkView, sdk_view
 from benchlib.energy import EnergyResult
 from benchlib.engines import http_ok
@@ -46,7 +45,7 @@ from benchlib.pipeline._standalone import (
 )
 from benchlib.pipeline.steps._accuracy import run_accuracy
 from benchlib.pipeline.steps._energy import start_energy
-from benchlib.pipeline.steps._engine_vs_plan import kv_usage_expected
+from benchlib.pipeline.steps._engine_vs_plan import kv_usage_expected, prefix_unit
 from benchlib.pipeline.steps._server import sampler_for, server_side
 from benchlib.pipeline.steps.launch import BASE_URL
 from benchlib.recipe import Recipe, Scenario
@@ -69,7 +68,7 @@ from benchlib.runs import (
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["STEP", "Measured", "measure_scenarios", "prefix_unit"]
+__all__ = ["STEP", "Measured", "measure_scenarios"]
 
 
 #: per-request arrays stay in the measure JSON; the results keep the aggregates
@@ -85,20 +84,12 @@ class Measured:
     folder: RunFolder
 
 
-def prefix_unit(recipe: Recipe, launch: LaunchResult | None) -> tuple[int, str] | None:
-    """The engine's prefix-cache unit for the shared-prefix share, and where it comes from:
-    its flag, the block it reported at 02_launch (vLLM's ``/metrics``), its default; None
-    where the kit does not know the engine's cache (an endpoint: the unit is assumed)."""
-    settings = launch.plan_vs_engine.settings if launch is not None else None
-    return adapter(recipe.engine.kind).prefix_block(recipe.engine.args, settings)
-
-
 def _measure_once(recipe: Recipe, s: Scenario, base_url: str, result_json: Path,
                   tokenizer: Path | None, api_key: str | None,
                   on_warmed: Callable[[], None] | None = None, once: bool = False,
                   unit: tuple[int, str] | None = None, **shape: Any) -> MeasureResult:
     """The one place :func:`benchlib.measure.measure` is called. ``once``: one run whatever
-    the scenario's ``repeats`` (a ramp's step); ``unit``: :func:`prefix_unit`."""
+    the scenario's ``repeats`` (a ramp's step); ``unit``: the engine's prefix-cache unit."""
     if once:
         s = s.model_copy(update={"repeats": 1})
     cfg = s.measure_config(base_url=base_url, model=recipe.model.served_model_name,
@@ -207,7 +198,7 @@ def measure_scenarios(recipe: Recipe, *, base_url: str = "", run_dir: str | Path
         save_results(saved_to, results, exclude_unset=True)
 
     launch = folder.result(STEP_LAUNCH)
-    unit = prefix_unit(recipe, launch)
+    unit = prefix_unit(recipe, launch.plan_vs_engine if launch is not None else None)
     problems: list[str] = []
     said: set[str] = set()  # energy reasons already printed (once per step, not per row)
     with endpoint(recipe, base_url) as url:

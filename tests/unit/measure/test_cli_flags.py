@@ -27,11 +27,13 @@ FLAGS_BEFORE = {
 #: flags added since: the sampling fields, and TLS (--header is no field: its values are secrets)
 FLAGS_ADDED = {"--sampling", "--ca-bundle", "--insecure", "--header", "--workers", "--ray-address",
                "--warmups-like-vllm", "--repeats", "--trace-time-scale",
-               "--conversation-think-s", "--dataset-skip"}
+               "--conversation-think-s", "--dataset-skip", "--prefix-block",
+               "--prefix-block-from"}
 #: the defaults of the fields added since the golden configs were taken
 FIELDS_ADDED = {"ca_bundle": None, "insecure": False, "workers": None, "ray_address": None,
                 "warmups_like_vllm": False, "repeats": 1, "trace_time_scale": 1.0,
-                "conversation_think_s": 0.5, "dataset_skip": 0}
+                "conversation_think_s": 0.5, "dataset_skip": 0, "prefix_block": None,
+                "prefix_block_from": ""}
 
 
 def _measure_parser() -> argparse.ArgumentParser:

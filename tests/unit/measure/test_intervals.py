@@ -260,3 +260,38 @@ def test_a_repeat_brings_its_own_number_of_requests() -> None:
     itl = bootstrap([_const(10.0, 5), _const(20.0, 50)], "median_itl_ms",
                     np.random.default_rng(6), 400)
     assert set(itl.tolist()) == {10.0, 20.0}
+
+
+def test_an_itl_resample_draws_requests_with_all_their_gaps() -> None:
+    """One request of nine 10 ms gaps and one of a single 20 ms gap: drawn as requests, a
+    quarter of the resamples hold the second twice (median 20); drawn gap by gap, a median
+    of 20 would need six of ten draws to be the one 20."""
+    rep = Repeat(ttft=np.array([1.0, 1.0]), ttft_text=np.array([1.0, 1.0]),
+                 tpot=np.empty(0), tpot_text=np.empty(0),
+                 itl=[np.full(9, 10.0), np.array([20.0])], output_throughput=None)
+    draws = bootstrap([rep], "median_itl_ms", np.random.default_rng(8), 400)
+    assert set(draws.tolist()) == {10.0, 20.0}
+    assert 0.15 < float(np.mean(draws == 20.0)) < 0.35
+
+
+def test_a_repeat_of_one_request_brings_one() -> None:
+    """Repeats of one request at 10 and two at 20: a pair of them pools one ten and two
+    twenties (median 20), never two tens (15)."""
+    draws = bootstrap([_const(10.0, 1), _const(20.0, 2)], "median_ttft_ms",
+                      np.random.default_rng(9), 400)
+    assert set(draws.tolist()) == {10.0, 20.0}
+    assert bootstrap([_const(10.0, 1)], "median_ttft_ms", np.random.default_rng(9),
+                     50).tolist() == [10.0] * 50
+    none = Repeat(ttft=np.empty(0), ttft_text=np.empty(0), tpot=np.empty(0),
+                  tpot_text=np.empty(0), itl=[np.empty(0)], output_throughput=None)
+    assert np.isnan(bootstrap([none], "median_itl_ms", np.random.default_rng(9), 5)).all()
+
+
+def test_throughput_resamples_skip_repeats_without_one() -> None:
+    """Five repeats, four without a throughput: a resample holding the one (even once) has
+    its value; one holding none has none (a third of them, 0.8⁵)."""
+    repeats = [_const(1.0, 3, tput=100.0)] + [_const(1.0, 3, tput=None)] * 4
+    draws = bootstrap(repeats, "output_throughput", np.random.default_rng(10), 2000)
+    finite = draws[np.isfinite(draws)]
+    assert set(finite.tolist()) == {100.0}
+    assert 0.6 < finite.size / draws.size < 0.74

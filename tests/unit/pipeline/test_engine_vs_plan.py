@@ -20,6 +20,7 @@ from benchlib.pipeline.steps._engine_vs_plan import (
     compare_engine_to_plan,
     flagged_lines,
     kv_usage_expected,
+    prefix_unit,
 )
 from benchlib.recipe import Recipe, recipe_from_dict
 from benchlib.runs import KvVsPlan
@@ -207,3 +208,27 @@ def test_expected_kv_use_of_a_scenario(tiny_model: Path) -> None:
                                             capacity_flagged=False)
     # no plan against the engine: nothing to expect
     assert kv_usage_expected(EngineVsPlan(), scenario, 4) is None
+
+
+REPORTED = {"block_size": 128, "block_size_from": "/metrics vllm:cache_config_info{block_size}"}
+
+
+def _unit_recipe(tmp_path: Path, **engine: object) -> Recipe:
+    return recipe_from_dict({
+        "name": "u", "model": {"id": "tiny", "local_path": str(tmp_path)},
+        "engine": engine, "scenarios": [{"name": "chat"}]})
+
+
+def test_the_unit_is_the_engines_own(tmp_path: Path) -> None:
+    """vLLM's CPU build reported 128-token blocks at 02_launch: the share is counted in them,
+    not in the 16 of vLLM's GPU default; a flag in engine.args wins; an endpoint's cache is
+    not known (the unit is then assumed, and the result says so)."""
+    vllm = _unit_recipe(tmp_path, kind="vllm")
+    launched = EngineVsPlan(settings=REPORTED)
+    assert prefix_unit(vllm, launched) == (
+        128, "vLLM reported it: /metrics vllm:cache_config_info{block_size}")
+    assert prefix_unit(vllm, None)[0] == 16  # type: ignore[index]
+    flagged = _unit_recipe(tmp_path, kind="vllm", args=["--block-size", "32"])
+    assert prefix_unit(flagged, launched) == (32, "engine.args --block-size 32")
+    assert prefix_unit(_unit_recipe(tmp_path, kind="endpoint", base_url="http://127.0.0.1:9"),
+                       None) is None
