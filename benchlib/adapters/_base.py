@@ -195,6 +195,9 @@ class EngineAdapter:
     flag_tool: str = ""
     #: why there is no flag set (``none``; ``help`` without ``engine.executable``)
     no_flag_set: str = ""
+    #: it refuses a request whose prompt and max tokens reach its context, not only pass it
+    #: (SGLang: ``input + max_new_tokens >= context_len``)
+    refuses_at_context: bool = False
     #: the flags that set its prefix cache's unit (vLLM's ``--block-size``)
     prefix_block_flags: tuple[str, ...] = ()
     #: that unit when no flag sets it and the engine did not report it: (tokens, why);
@@ -205,13 +208,14 @@ class EngineAdapter:
                      settings: Mapping[str, object] | None = None) -> tuple[int, str] | None:
         """The engine's prefix-cache unit in tokens and where it comes from: its flag in
         ``args``, else the block it reported at launch (02_launch's plan settings:
-        ``block_size`` with ``block_size_from``), else its default; None where unknown."""
+        ``cache_block_reported`` with ``cache_block_from``, the engine's own word, never the
+        plan's block), else its default; None where unknown."""
         value = flag_value(tuple(args), *self.prefix_block_flags) \
             if self.prefix_block_flags else None
         if value is not None and value.isdigit():
             return int(value), f"engine.args {self.prefix_block_flags[0]} {value}"
-        reported, source = (settings or {}).get("block_size"), (settings or {}).get(
-            "block_size_from")
+        reported, source = (settings or {}).get("cache_block_reported"), (settings or {}).get(
+            "cache_block_from")
         if isinstance(reported, int) and not isinstance(reported, bool) and source:
             return reported, f"{self.label} reported it: {source}"
         return self.prefix_block_default

@@ -80,7 +80,7 @@ SGLANG = _Sglang(
         "--tokenizer-path": "model.tokenizer", "--load-format": "model.weights"}),
     name="sglang", label="SGLang", dummy_weights=True, parallel=True, multi_node=True,
     takes_python=True, python_program=True, distributions=("sglang",),
-    prefix_block_flags=("--page-size",),
+    prefix_block_flags=("--page-size",), refuses_at_context=True,
     prefix_block_default=(1, "SGLang's default --page-size 1: its radix cache matches token by "
                              "token"),
     # its version and the KV tokens it allocated

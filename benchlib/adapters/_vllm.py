@@ -139,9 +139,13 @@ class _Vllm(EngineAdapter):
                 cfg[key] = kind(value)
         if "--enforce-eager" in m.args:  # nothing captured: no CUDA-graph estimate
             cfg["cuda_graphs"] = False
-        if "block_size" not in cfg and label_int(m.cache_config, "block_size"):
-            cfg["block_size"] = label_int(m.cache_config, "block_size")
-            extra["block_size_from"] = "/metrics vllm:cache_config_info{block_size}"
+        reported = label_int(m.cache_config, "block_size")
+        if reported:  # the engine's own word, kept apart from what the plan uses
+            extra["cache_block_reported"] = reported
+            extra["cache_block_from"] = "/metrics vllm:cache_config_info{block_size}"
+            if "block_size" not in cfg:
+                cfg["block_size"] = reported
+                extra["block_size_from"] = "/metrics vllm:cache_config_info{block_size}"
         space = m.env.get("VLLM_CPU_KVCACHE_SPACE")
         if space is not None:
             cfg["kv_budget_gib"] = float(space)
@@ -224,7 +228,7 @@ VLLM = _Vllm(
         "requests_waiting": _S(("vllm:num_requests_waiting",)),
     }), verified=True),
     plan_comparison="kv_blocks", reports_cache_config=True,
-    prefix_block_flags=("--block-size",),
+    prefix_block_flags=("--block-size", "--block_size"),
     prefix_block_default=(16, "vLLM's GPU default --block-size; its CPU build's is 128, read "
                               "from /metrics at the run"),
     speculative_flags=frozenset({"--speculative-config", "--speculative_config", "-sc",

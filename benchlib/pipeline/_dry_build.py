@@ -18,7 +18,7 @@ the same code raises the same error before anything starts, as a
 :class:`~benchlib.UsageError` naming the recipe field (``scenarios.NAME.num_warmups``) and
 the variant and concurrency it arose at. Every body sent, warmups included, must fit the
 engine's ``max_model_len`` with its prompt counted as the engine counts it: through the chat
-template for a chat, with the tokenizer's BOS for a completion (:class:`_Fits`).
+template for a chat, with the tokenizer's BOS for a completion (:mod:`benchlib.pipeline._fits`).
 
 Prompt lengths need the prompts' tokenizer (:func:`~benchlib.pipeline._fairness.tokenizer_dir`).
 Where it is not on this machine (a hub model the run downloads first), the datasets that cut
@@ -41,6 +41,7 @@ from pydantic import ValidationError
 
 from benchlib._exceptions import UsageError, validation_problems
 from benchlib.adapters import adapter
+from benchlib.checks import read_chat_template
 from benchlib.measure import (
     TOKENIZER_REQUIRED,
     MeasureConfig,
@@ -56,6 +57,7 @@ from benchlib.measure import (
 )
 from benchlib.measure.workload._prefix_share import TEXT_DATASETS, prefix_share
 from benchlib.pipeline._fairness import tokenizer_dir
+from benchlib.pipeline._fits import ContextFit
 from benchlib.recipe import Recipe, Scenario
 
 __all__ = ["dry_build"]
@@ -93,18 +95,20 @@ def _configs(recipe: Recipe, s: Scenario, tokenizer: Path | None
 
 
 def _build_one(cfg: MeasureConfig, tok: Any | None, sdk: bool,
-               context: int | None = None, standing_in: bool = False) -> str:
+               context: int | None = None, standing_in: bool = False,
+               at_context: bool = False, template: str | None = None) -> str:
     """Build every request of one measurement (all repeats, warmups, the SDK view's); a line
     of what was built. ``context``: the engine's ``max_model_len``, which no request's prompt
-    and output may pass together (the engine would refuse each such request).
-    ``standing_in``: ``tok`` is the stand-in, so lengths are its tokens and no
-    prefix share is counted."""
+    and output may pass together (the engine would refuse each such request; with
+    ``at_context``, reach it); ``template``: the chat template the engine applies
+    (:class:`~benchlib.pipeline._fits.ContextFit`). ``standing_in``: ``tok`` is the stand-in,
+    so lengths are its tokens and no prefix share is counted."""
     trace_rate_check(cfg)
     warm = 0
     bodies: list[bytes] = []
     warmups: list[bytes] = []
     first_prompts = None
-    fits = _Fits(tok, context)
+    fits = ContextFit(tok, context, refuses_at_context=at_context, template=template)
     for r, own in enumerate(repeat_configs(cfg)):
         prompts, built = build_requests(own, tok)
         if r == 0:
@@ -114,9 +118,9 @@ def _build_one(cfg: MeasureConfig, tok: Any | None, sdk: bool,
         bodies += built
         fits.check(built, "--input-len", "a prompt")
     # after the measured ones: a warmup of a drawn dataset fails only as they would; a file's
-    # warmups are its later lines, which fewer warmups (or warmups_like_vllm) leave out
-    fits.check(warmups, "--num-warmups" if cfg.dataset == "file" else "--input-len",
-               "a warmup's prompt")
+    # (or a conversations file's) warmups are its later lines, which fewer warmups leave out
+    fits.check(warmups, "--num-warmups" if cfg.dataset in ("file", "conversations")
+               else "--input-len", "a warmup's prompt")
     through_sdk = ""
     if sdk:
         n = len(build_requests(cfg.model_copy(update={"seed": sdk_seed(cfg.seed)}), tok)[1])
@@ -134,61 +138,6 @@ def _build_one(cfg: MeasureConfig, tok: Any | None, sdk: bool,
             and len(first_prompts) > 1):
         line += "; " + prefix_share(tok, first_prompts, *cfg.prefix_unit()).summary()
     return line
-
-
-class _Fits:
-    """Each request body's prompt counted as the engine counts it, against its context: a chat
-    through the tokenizer's chat template (rendered, then encoded without special tokens, as
-    vLLM and SGLang do), a completion's text with the tokenizer's special tokens (its BOS),
-    token ids as sent. Raises naming the field where a request would be refused."""
-
-    def __init__(self, tok: Any | None, context: int | None) -> None:
-        self.tok: Any = tok
-        self.context = context
-        self.seen: dict[bytes, tuple[int, int, int]] = {}
-
-    def served(self, body: bytes) -> tuple[int, int, int]:
-        """(prompt tokens the engine counts, the prompt's own tokens, tokens to generate)."""
-        if body not in self.seen:
-            req = json.loads(body)
-            out = int(req.get("max_completion_tokens") or req.get("max_tokens") or 0)
-            if "messages" in req:
-                text = "\n".join(str(m.get("content") or "") for m in req["messages"])
-                own = len(self.tok.encode(text, add_special_tokens=False))
-                served = own
-                if getattr(self.tok, "chat_template", None):
-                    rendered = self.tok.apply_chat_template(
-                        req["messages"], add_generation_prompt=True, tokenize=False)
-                    served = len(self.tok.encode(rendered, add_special_tokens=False))
-            elif isinstance(req["prompt"], list):  # token ids: sent as they are
-                own = served = len(req["prompt"])
-            else:
-                own = len(self.tok.encode(req["prompt"], add_special_tokens=False))
-                served = len(self.tok.encode(req["prompt"]))
-            self.seen[body] = (served, own, out)
-        return self.seen[body]
-
-    def check(self, bodies: list[bytes], field: str, what: str) -> None:
-        """Raise unless every body's prompt (as served) and its output fit the context."""
-        if self.context is None or self.tok is None or not bodies:
-            return
-        counted = [self.served(b) for b in bodies]
-        served, own, _ = max(counted, key=lambda c: c[0])
-        how = (f" as the engine counts it ({own} of its own, {served - own} its chat template "
-               "or BOS adds)") if served != own else ""
-        if served > self.context:
-            raise UsageError(field, f"{what} of {served} tokens{how} passes the engine's "
-                             f"max_model_len {self.context} by itself: it would refuse such a "
-                             "request; lower input_len, or raise engine.max_model_len")
-        served, own, out = max(counted, key=lambda c: c[0] + c[2])
-        how = (f" as the engine counts it ({own} of its own, {served - own} its chat template "
-               "or BOS adds)") if served != own else ""
-        if served + out > self.context:
-            raise UsageError("--output-len" if field == "--input-len" else field,
-                             f"{what} of {served} tokens{how} and {out} to generate pass the "
-                             f"engine's max_model_len {self.context}: it would refuse such a "
-                             "request; lower input_len or output_len, or raise "
-                             "engine.max_model_len")
 
 
 def _field(scenario: str, exc: UsageError) -> str:
@@ -251,7 +200,12 @@ def dry_build(recipe: Recipe) -> list[str]:
         where = f"variant {name}, " if name else ""
         tok_dir = tokenizer_dir(one, "")
         tok = load_tokenizer(tok_dir) if tok_dir is not None and tok_dir.exists() else None
-        unit = adapter(one.engine.kind).prefix_block(one.engine.args)
+        engine = adapter(one.engine.kind)
+        unit = engine.prefix_block(one.engine.args)
+        at_context = engine.refuses_at_context
+        # the template the engine applies: its flag's, a GGUF's own, else the tokenizer's
+        template = read_chat_template(args=one.engine.args, model_file=one.model.local_path,
+                                      tokenizer=tok_dir) if tok is not None else None
         for s in one.scenarios:
             standing_in = tok is None and s.dataset in _NEEDS_TOKENIZER
             use, path, note = tok, tok_dir if tok is not None else None, ""
@@ -266,7 +220,7 @@ def dry_build(recipe: Recipe) -> list[str]:
                     cfg = cfg.model_copy(update={"prefix_block": unit[0],
                                                  "prefix_block_from": unit[1]})
                 built = _named(s.name, where, label, _build_one, cfg, use, s.sdk_view,
-                               one.engine.max_model_len, standing_in)
+                               one.engine.max_model_len, standing_in, at_context, template)
                 seeding = f"; seeding {s.seeding(i)}" if not s.ramp_input_lens else ""
                 lines.append(f"{where}scenario {s.name}, {label}: {built}{seeding}{note}")
     if recipe.accuracy is not None:

@@ -37,10 +37,11 @@ def rows(tmp_path_factory: pytest.TempPathFactory,
          tiny_model: Path) -> Iterator[dict[str, dict[str, dict[str, Any]]]]:
     """The run's significance rows: variant → figure → row (each over variant a)."""
     tmp = tmp_path_factory.mktemp("significance")
-    servers = {name: ScriptedServerProcess(tmp / f"truth-{name}.jsonl",
-                                           ["--ttft-ms", ttft, "--itl-ms", itl, *_SERVER])
-               for name, (ttft, itl) in _TIMES.items()}
-    try:
+    servers: dict[str, ScriptedServerProcess] = {}
+    try:  # one that fails to start stops the ones before it
+        for name, (ttft, itl) in _TIMES.items():
+            servers[name] = ScriptedServerProcess(tmp / f"truth-{name}.jsonl",
+                                                  ["--ttft-ms", ttft, "--itl-ms", itl, *_SERVER])
         recipe = tmp / "aa.yaml"
         variants = "\n".join(f'  - {{name: {n}, engine: {{kind: endpoint, base_url: "{s.url}"}}}}'
                              for n, s in servers.items())

@@ -123,13 +123,19 @@ class Repeat:
 
 #: elements a block of resamples may gather at once (a bound on the bootstrap's memory: 32 MB)
 _BLOCK_ELEMENTS = 4_000_000
+#: padded cells per value above which the units are too ragged to pad (ITL of requests whose
+#: output lengths differ widely): resampled one at a time instead
+_MOST_PADDING = 4.0
 
 
-def _units(repeats: Sequence[Repeat], metric: _Metric) -> tuple[np.ndarray, np.ndarray]:
-    """Each repeat's units of resampling as one NaN-padded array (repeat, unit, value) and
-    each repeat's count of units: a request's one value, or (ITL) all of a request's gaps."""
-    per = [r.itl if metric == "itl" else list(r.values(metric).reshape(-1, 1))
-           for r in repeats]
+def _units(repeats: Sequence[Repeat], metric: _Metric) -> list[list[np.ndarray]]:
+    """Each repeat's units of resampling: a request's one value, or (ITL) all its gaps."""
+    return [r.itl if metric == "itl" else list(r.values(metric).reshape(-1, 1))
+            for r in repeats]
+
+
+def _padded(per: list[list[np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The units as one NaN-padded array (repeat, unit, value), and each repeat's count."""
     counts = np.array([len(u) for u in per], dtype=np.int64)
     width = max((a.size for u in per for a in u), default=0)
     padded = np.full((len(per), int(counts.max(initial=0)), width), np.nan)
@@ -140,10 +146,10 @@ def _units(repeats: Sequence[Repeat], metric: _Metric) -> tuple[np.ndarray, np.n
 
 
 def _row_percentiles(rows: np.ndarray, p: float) -> np.ndarray:
-    """The ``p``-th percentile of each row's finite values (numpy's linear method; NaN for a
-    row without one): rows sorted, NaN last, read at (count − 1) · p / 100."""
+    """The ``p``-th percentile of each row's values, NaN left out (numpy's linear method;
+    NaN for a row without one): rows sorted, NaN last, read at (count − 1) · p / 100."""
     ordered = np.sort(rows, axis=1)
-    count = np.isfinite(ordered).sum(axis=1)
+    count = (~np.isnan(ordered)).sum(axis=1)
     h = (count - 1) * p / 100.0
     lo = np.clip(np.floor(h).astype(np.int64), 0, None)
     hi = np.clip(np.minimum(lo + 1, count - 1), 0, None)
@@ -154,34 +160,56 @@ def _row_percentiles(rows: np.ndarray, p: float) -> np.ndarray:
     return out
 
 
+def _one_at_a_time(repeats: Sequence[Repeat], metric: _Metric, p: float,
+                   rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """The bootstrap resample by resample, gathering only real values (no padding): for
+    units too ragged or too many to pad (see :func:`bootstrap`)."""
+    out = np.full(resamples, np.nan)
+    n = len(repeats)
+    for b in range(resamples):
+        pooled = np.concatenate([repeats[k].drawn(metric, rng) for k in rng.integers(0, n, n)])
+        if pooled.size:
+            out[b] = float(np.percentile(pooled, p))
+    return out
+
+
 def bootstrap(repeats: Sequence[Repeat], figure: str, rng: np.random.Generator,
-              resamples: int = RESAMPLES) -> np.ndarray:
+              resamples: int = RESAMPLES, block_elements: int = _BLOCK_ELEMENTS
+              ) -> np.ndarray:
     """``resamples`` bootstrap values of ``figure`` (NaN where a resample has no value): each
-    resample draws the repeats (when more than one), then each drawn repeat's units, all
-    drawn at once for a block of resamples (not one resample at a time: 2,000 resamples of a
-    small run took a second in a Python loop)."""
+    resample draws the repeats (one repeat: always itself), then each drawn repeat's units.
+    Drawn at once for a block of resamples where the units pad into an array of at most
+    ``block_elements`` a resample with little padding (2,000 resamples of a small run took a
+    second one at a time, in a Python loop); else one resample at a time, as many values as
+    it draws (a large or ragged ITL: 10,000 requests' gaps padded to the longest)."""
     metric, p = FIGURES[figure]
     n = len(repeats)
     if metric is None:
         tput = np.array([np.nan if r.output_throughput is None else r.output_throughput
                          for r in repeats])
-        if n < MIN_THROUGHPUT_REPEATS or not np.isfinite(tput).any():
+        if n < MIN_THROUGHPUT_REPEATS or np.isnan(tput).all():
             return np.full(resamples, np.nan)
         drawn = tput[rng.integers(0, n, (resamples, n))]
-        have = np.isfinite(drawn).sum(axis=1)
+        have = (~np.isnan(drawn)).sum(axis=1)
         means: np.ndarray = np.where(have > 0, np.nansum(drawn, axis=1) / np.maximum(have, 1),
                                      np.nan)
         return means
     assert p is not None
-    padded, counts = _units(repeats, metric)
+    per = _units(repeats, metric)
+    values = sum(a.size for units in per for a in units)
     out = np.full(resamples, np.nan)
-    if not np.isfinite(padded).any():  # not one value to draw
+    if not values:  # not one value to draw
         return out
-    _, most, width = padded.shape
-    block = max(1, _BLOCK_ELEMENTS // (n * most * width))
+    most = max(len(units) for units in per)
+    width = max(a.size for units in per for a in units)
+    row = n * most * width  # padded cells a resample gathers
+    if row > block_elements or row > _MOST_PADDING * values:  # a resample draws ~values
+        return _one_at_a_time(repeats, metric, p, rng, resamples)
+    padded, counts = _padded(per)
+    block = block_elements // row
     for start in range(0, resamples, block):
         rows = min(block, resamples - start)
-        which = rng.integers(0, n, (rows, n))  # one repeat: always itself
+        which = rng.integers(0, n, (rows, n))
         have = counts[which][..., None]                       # (rows, n, 1) units each
         units = np.floor(rng.random((rows, n, most)) * have).astype(np.int64)
         gathered = padded[which[..., None], units]            # (rows, n, most, width)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from benchlib.adapters import adapter
 
-REPORTED = {"block_size": 128, "block_size_from": "/metrics vllm:cache_config_info{block_size}"}
+REPORTED = {"cache_block_reported": 128,
+            "cache_block_from": "/metrics vllm:cache_config_info{block_size}"}
 
 
 def test_vllm_reads_its_flag_then_its_metrics_then_its_default() -> None:
@@ -14,12 +15,14 @@ def test_vllm_reads_its_flag_then_its_metrics_then_its_default() -> None:
     assert vllm.prefix_block(["--block-size", "32"], REPORTED) == (
         32, "engine.args --block-size 32")
     assert vllm.prefix_block(["--block-size=64"]) == (64, "engine.args --block-size 64")
+    assert vllm.prefix_block(["--block_size", "8"]) == (8, "engine.args --block-size 8")
     assert vllm.prefix_block(["--dtype", "bfloat16"], REPORTED) == (
         128, "vLLM reported it: /metrics vllm:cache_config_info{block_size}")
     block, why = vllm.prefix_block([]) or (0, "")
     assert block == 16 and "default" in why
-    # a block size without its source is a plan setting, not the engine's word
-    assert vllm.prefix_block([], {"block_size": 128}) == vllm.prefix_block([])
+    # the plan's block size is not the engine's word
+    assert vllm.prefix_block([], {"block_size": 128, "block_size_from": "x"}) == \
+        vllm.prefix_block([])
 
 
 def test_sglang_pages_llamacpp_slots_and_the_unknown() -> None:

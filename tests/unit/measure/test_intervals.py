@@ -22,6 +22,10 @@ from benchlib.measure.stats._intervals import (
 
 from ._outcomes import outcome
 
+#: the bootstrap's two ways, each held to the same distributions: a block of resamples at once
+#: (padded units), and one resample at a time (what it does for ragged or large units)
+BOTH_PATHS = pytest.mark.parametrize("block", [4_000_000, 1], ids=["block", "one-at-a-time"])
+
 
 def _repeat(rng: np.random.Generator, n: int, scale: float = 1.0,
             tput: float | None = 100.0) -> Repeat:
@@ -143,11 +147,12 @@ def test_drawn_picks_every_request_and_nothing_else() -> None:
     assert none.drawn("itl", rng).size == 0 and none.values("itl").size == 0
 
 
-def test_two_repeats_are_drawn_as_repeats() -> None:
+@BOTH_PATHS
+def test_two_repeats_are_drawn_as_repeats(block: int) -> None:
     """Two repeats of 10 and of 20: a resample holds repeat 0 twice a quarter of the time, so
     a quarter of the p99s are 10 (request draws alone would almost never give that)."""
     draws = bootstrap([_const(10.0, 20), _const(20.0, 20)], "p99_ttft_ms",
-                      np.random.default_rng(5), 400)
+                      np.random.default_rng(5), 400, block)
     assert 0.15 < float(np.mean(draws == 10.0)) < 0.35
     assert 0.6 < float(np.mean(draws == 20.0)) < 0.9  # the rest hold repeat 1
 
@@ -249,42 +254,46 @@ def test_row_percentiles_are_numpys_over_each_rows_finite_values() -> None:
             assert got[i] == pytest.approx(np.percentile(rows[i][np.isfinite(rows[i])], p))
 
 
-def test_a_repeat_brings_its_own_number_of_requests() -> None:
+@BOTH_PATHS
+def test_a_repeat_brings_its_own_number_of_requests(block: int) -> None:
     """Repeats of 5 requests at 10 and 50 at 20: a resample holding both pools 5 tens and 50
     twenties (median 20); only one holding repeat 0 twice has a median of 10 (a quarter of
     them). Drawn as many requests from each, a mixed pair's median would be 15."""
     draws = bootstrap([_const(10.0, 5), _const(20.0, 50)], "median_ttft_ms",
-                      np.random.default_rng(6), 400)
+                      np.random.default_rng(6), 400, block)
     assert set(draws.tolist()) == {10.0, 20.0}
     assert 0.15 < float(np.mean(draws == 10.0)) < 0.35
     itl = bootstrap([_const(10.0, 5), _const(20.0, 50)], "median_itl_ms",
-                    np.random.default_rng(6), 400)
+                    np.random.default_rng(6), 400, block)
     assert set(itl.tolist()) == {10.0, 20.0}
 
 
-def test_an_itl_resample_draws_requests_with_all_their_gaps() -> None:
+@BOTH_PATHS
+def test_an_itl_resample_draws_requests_with_all_their_gaps(block: int) -> None:
     """One request of nine 10 ms gaps and one of a single 20 ms gap: drawn as requests, a
     quarter of the resamples hold the second twice (median 20); drawn gap by gap, a median
     of 20 would need six of ten draws to be the one 20."""
     rep = Repeat(ttft=np.array([1.0, 1.0]), ttft_text=np.array([1.0, 1.0]),
                  tpot=np.empty(0), tpot_text=np.empty(0),
                  itl=[np.full(9, 10.0), np.array([20.0])], output_throughput=None)
-    draws = bootstrap([rep], "median_itl_ms", np.random.default_rng(8), 400)
+    draws = bootstrap([rep], "median_itl_ms", np.random.default_rng(8), 400, block)
     assert set(draws.tolist()) == {10.0, 20.0}
     assert 0.15 < float(np.mean(draws == 20.0)) < 0.35
 
 
-def test_a_repeat_of_one_request_brings_one() -> None:
+@BOTH_PATHS
+def test_a_repeat_of_one_request_brings_one(block: int) -> None:
     """Repeats of one request at 10 and two at 20: a pair of them pools one ten and two
     twenties (median 20), never two tens (15)."""
     draws = bootstrap([_const(10.0, 1), _const(20.0, 2)], "median_ttft_ms",
-                      np.random.default_rng(9), 400)
+                      np.random.default_rng(9), 400, block)
     assert set(draws.tolist()) == {10.0, 20.0}
     assert bootstrap([_const(10.0, 1)], "median_ttft_ms", np.random.default_rng(9),
-                     50).tolist() == [10.0] * 50
+                     50, block).tolist() == [10.0] * 50
     none = Repeat(ttft=np.empty(0), ttft_text=np.empty(0), tpot=np.empty(0),
                   tpot_text=np.empty(0), itl=[np.empty(0)], output_throughput=None)
-    assert np.isnan(bootstrap([none], "median_itl_ms", np.random.default_rng(9), 5)).all()
+    assert np.isnan(bootstrap([none], "median_itl_ms", np.random.default_rng(9), 5,
+                              block)).all()
 
 
 def test_throughput_resamples_skip_repeats_without_one() -> None:
@@ -295,3 +304,31 @@ def test_throughput_resamples_skip_repeats_without_one() -> None:
     finite = draws[np.isfinite(draws)]
     assert set(finite.tolist()) == {100.0}
     assert 0.6 < finite.size / draws.size < 0.74
+
+
+def test_both_paths_give_the_same_intervals() -> None:
+    """The block path and the one-at-a-time path draw the same distribution: the bounds of a
+    run's figures agree within the resampling's own noise (a tenth of the interval)."""
+    runs = [_repeat(np.random.default_rng(k), 80 + 10 * k, 1 + 0.05 * k) for k in range(3)]
+    for figure in ("median_ttft_ms", "p99_tpot_ms", "median_itl_ms"):
+        block = _bounds(bootstrap(runs, figure, np.random.default_rng(1), 2000))
+        loop = _bounds(bootstrap(runs, figure, np.random.default_rng(1), 2000, 1))
+        assert block is not None and loop is not None
+        width = block[1] - block[0]
+        assert abs(block[0] - loop[0]) < 0.1 * width and abs(block[1] - loop[1]) < 0.1 * width
+
+
+def test_ragged_or_large_units_go_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ITL of one request of 100 gaps and twenty of one would pad to mostly NaN (2,100 cells
+    for 120 gaps): drawn one resample at a time instead, as many values as each draws."""
+    rep = Repeat(ttft=np.ones(21), ttft_text=np.ones(21), tpot=np.empty(0),
+                 tpot_text=np.empty(0), itl=[np.full(100, 10.0)] + [np.array([20.0])] * 20,
+                 output_throughput=None)
+    def no_padding(per: object) -> None:
+        raise AssertionError("padded")
+
+    monkeypatch.setattr("benchlib.measure.stats._intervals._padded", no_padding)
+    draws = bootstrap([rep], "median_itl_ms", np.random.default_rng(3), 200)
+    assert set(draws.tolist()) <= {10.0, 15.0, 20.0} and np.isfinite(draws).all()
+    with pytest.raises(AssertionError, match="padded"):  # even units pad
+        bootstrap([_const(10.0, 5)], "median_itl_ms", np.random.default_rng(3), 10)

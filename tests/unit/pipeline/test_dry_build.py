@@ -277,3 +277,35 @@ def test_the_shared_prefix_share_is_counted_in_each_engines_unit(
     out = capsys.readouterr().out
     assert "share a prefix of ≥ 16 tokens with another (vLLM's GPU default --block-size" in out
     assert "share a prefix of ≥ 1 token with another (llama.cpp" in out
+
+
+def test_the_engines_own_chat_template_is_the_one_counted(
+        tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A vLLM recipe that passes --chat-template: the engine applies that template, not the
+    tokenizer's, so its long preamble counts; the prompts that fit with the tokenizer's 13
+    template tokens no longer do."""
+    template = tmp_path / "preamble.jinja"
+    template.write_text("{{ 'Answer briefly and carefully, citing the passage. ' * 8 }}"
+                        "{% for m in messages %}{{ m['content'] }}{% endfor %}",
+                        encoding="utf-8")
+    scenario = ("{name: s, endpoint: chat, dataset: text, input_len: 64, output_len: 16, "
+                "concurrencies: [1], num_prompts: 2}")
+
+    def recipe(args: list[str]) -> Path:
+        path = tmp_path / "fit.yaml"
+        path.write_text(f"""\
+name: fit
+model: {{id: tiny, local_path: "{tiny_model}"}}
+engine: {{kind: vllm, version: "0.26.0", max_model_len: {63 + 13 + 16}, args: {args}}}
+scenarios:
+  - {scenario}
+""", encoding="utf-8")
+        return path
+
+    monkeypatch.chdir(REPO)
+    assert main(["run", str(recipe([])), "--check"]) == 0, capsys.readouterr().err
+    err = _fails(recipe(["--chat-template", str(template)]), "scenarios.s.input_len",
+                 monkeypatch, capsys)
+    assert "a prompt of 241 tokens as the engine counts it (63 of its own, 178 its chat " \
+        "template or BOS adds) passes the engine's max_model_len 92 by itself" in err

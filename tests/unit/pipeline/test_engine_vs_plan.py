@@ -210,24 +210,32 @@ def test_expected_kv_use_of_a_scenario(tiny_model: Path) -> None:
     assert kv_usage_expected(EngineVsPlan(), scenario, 4) is None
 
 
-REPORTED = {"block_size": 128, "block_size_from": "/metrics vllm:cache_config_info{block_size}"}
-
-
 def _unit_recipe(tmp_path: Path, **engine: object) -> Recipe:
     return recipe_from_dict({
         "name": "u", "model": {"id": "tiny", "local_path": str(tmp_path)},
         "engine": engine, "scenarios": [{"name": "chat"}]})
 
 
-def test_the_unit_is_the_engines_own(tmp_path: Path) -> None:
-    """vLLM's CPU build reported 128-token blocks at 02_launch: the share is counted in them,
-    not in the 16 of vLLM's GPU default; a flag in engine.args wins; an endpoint's cache is
-    not known (the unit is then assumed, and the result says so)."""
+def test_the_unit_is_the_engines_own(tmp_path: Path, tiny_model: Path) -> None:
+    """vLLM's CPU build reported 128-token blocks at 02_launch (its /metrics): the share is
+    counted in them, not in the 16 of vLLM's GPU default, and not in a block the recipe's
+    plan gave (plan.block_size 32 sizes the plan, not the engine); a flag in engine.args
+    wins; an endpoint's cache is not known (the unit is then assumed, and the result says
+    so)."""
+    facts = parse_engine_log(VLLM_CPU_LOG).as_dict()
+    launched = compare_engine_to_plan(_vllm(tiny_model), None, facts, log_text=VLLM_CPU_LOG,
+                                      cache_config=_cache_config())
     vllm = _unit_recipe(tmp_path, kind="vllm")
-    launched = EngineVsPlan(settings=REPORTED)
-    assert prefix_unit(vllm, launched) == (
-        128, "vLLM reported it: /metrics vllm:cache_config_info{block_size}")
+    reported = (128, "vLLM reported it: /metrics vllm:cache_config_info{block_size}")
+    assert prefix_unit(vllm, launched) == reported
+    planned = _vllm(tiny_model)
+    planned = planned.model_copy(update={"plan": {**planned.plan, "block_size": 32}})
+    by_plan = compare_engine_to_plan(planned, None, facts, log_text=VLLM_CPU_LOG,
+                                     cache_config=_cache_config())
+    assert by_plan.settings["block_size"] == 32 and prefix_unit(vllm, by_plan) == reported
     assert prefix_unit(vllm, None)[0] == 16  # type: ignore[index]
+    assert prefix_unit(vllm, compare_engine_to_plan(_vllm(tiny_model), None, facts,
+                                                    log_text=VLLM_CPU_LOG))[0] == 16  # type: ignore[index]
     flagged = _unit_recipe(tmp_path, kind="vllm", args=["--block-size", "32"])
     assert prefix_unit(flagged, launched) == (32, "engine.args --block-size 32")
     assert prefix_unit(_unit_recipe(tmp_path, kind="endpoint", base_url="http://127.0.0.1:9"),
