@@ -130,8 +130,7 @@ _MOST_PADDING = 4.0
 
 def _units(repeats: Sequence[Repeat], metric: _Metric) -> list[list[np.ndarray]]:
     """Each repeat's units of resampling: a request's one value, or (ITL) all its gaps."""
-    return [r.itl if metric == "itl" else list(r.values(metric).reshape(-1, 1))
-            for r in repeats]
+    return [r.itl if metric == "itl" else list(r.values(metric)[:, None]) for r in repeats]
 
 
 def _padded(per: list[list[np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

@@ -332,3 +332,17 @@ def test_ragged_or_large_units_go_one_at_a_time(monkeypatch: pytest.MonkeyPatch)
     assert set(draws.tolist()) <= {10.0, 15.0, 20.0} and np.isfinite(draws).all()
     with pytest.raises(AssertionError, match="padded"):  # even units pad
         bootstrap([_const(10.0, 5)], "median_itl_ms", np.random.default_rng(3), 10)
+
+
+def test_units_at_the_limits_still_pad(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four cells a value (one request of four gaps beside three of none), and a resample
+    exactly as large as the block allows, are drawn padded, a block at a time."""
+    def no_loop(*args: object) -> None:
+        raise AssertionError("one at a time")
+
+    monkeypatch.setattr("benchlib.measure.stats._intervals._one_at_a_time", no_loop)
+    rep = Repeat(ttft=np.ones(4), ttft_text=np.ones(4), tpot=np.empty(0),
+                 tpot_text=np.empty(0), itl=[np.full(4, 10.0)] + [np.empty(0)] * 3,
+                 output_throughput=None)
+    draws = bootstrap([rep], "median_itl_ms", np.random.default_rng(4), 20, 16)
+    assert set(draws[np.isfinite(draws)].tolist()) == {10.0}
