@@ -44,7 +44,7 @@ class ContextFit:
         self.template = template
         self.seen: dict[bytes, tuple[int, int, int]] = {}
 
-    def _chat(self, messages: list[dict[str, Any]]) -> int | None:
+    def _chat(self, messages: list[dict[str, object]]) -> int | None:
         """The chat's tokens through the engine's template; None without a template."""
         template = self.template or getattr(self.tok, "chat_template", None)
         if not template:
