@@ -141,11 +141,10 @@ class _Vllm(EngineAdapter):
             cfg["cuda_graphs"] = False
         reported = label_int(m.cache_config, "block_size")
         if reported:  # the engine's own word, kept apart from what the plan uses
-            extra["cache_block_reported"] = reported
-            extra["cache_block_from"] = "/metrics vllm:cache_config_info{block_size}"
+            source = "/metrics vllm:cache_config_info{block_size}"
+            extra["cache_block_reported"], extra["cache_block_from"] = reported, source
             if "block_size" not in cfg:
-                cfg["block_size"] = reported
-                extra["block_size_from"] = "/metrics vllm:cache_config_info{block_size}"
+                cfg["block_size"], extra["block_size_from"] = reported, source
         space = m.env.get("VLLM_CPU_KVCACHE_SPACE")
         if space is not None:
             cfg["kv_budget_gib"] = float(space)

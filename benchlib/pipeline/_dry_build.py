@@ -104,7 +104,6 @@ def _build_one(cfg: MeasureConfig, tok: Any | None, sdk: bool,
     (:class:`~benchlib.pipeline._fits.ContextFit`). ``standing_in``: ``tok`` is the stand-in,
     so lengths are its tokens and no prefix share is counted."""
     trace_rate_check(cfg)
-    warm = 0
     bodies: list[bytes] = []
     warmups: list[bytes] = []
     first_prompts = None
@@ -114,7 +113,6 @@ def _build_one(cfg: MeasureConfig, tok: Any | None, sdk: bool,
         if r == 0:
             first_prompts = prompts
             warmups = warmup_bodies(own, tok, built)
-            warm = len(warmups)
         bodies += built
         fits.check(built, "--input-len", "a prompt")
     # after the measured ones: a warmup of a drawn dataset fails only as they would; a file's
@@ -127,7 +125,7 @@ def _build_one(cfg: MeasureConfig, tok: Any | None, sdk: bool,
         through_sdk = f", {n} through the openai SDK"
     keys = sent_keys(bodies, cfg.sampling)
     line = (f"{len(bodies)} requests ({cfg.repeats} repeat{'s' * (cfg.repeats > 1)}), "
-            f"{warm} warmups{through_sdk} built; sampling {keys.sampling}"
+            f"{len(warmups)} warmups{through_sdk} built; sampling {keys.sampling}"
             f" ({', '.join(keys.sampling_keys) or 'no sampling key'}; length keys "
             f"{', '.join(keys.length_keys) or 'none'})")
     assert first_prompts is not None
@@ -216,9 +214,8 @@ def dry_build(recipe: Recipe) -> list[str]:
                 note = (f" (a byte-level tokenizer stood in for the model's, {path}, not on "
                         "this machine: lengths are its tokens, one a byte; no prefix share)")
             for i, (label, cfg) in enumerate(_named_configs(one, s, path, where)):
-                if unit is not None:  # as 03_measure sets it (before the engine reports one)
-                    cfg = cfg.model_copy(update={"prefix_block": unit[0],
-                                                 "prefix_block_from": unit[1]})
+                if unit is not None:  # as 03_measure sets it, before the engine reports one
+                    cfg = cfg.with_prefix_unit(*unit)
                 built = _named(s.name, where, label, _build_one, cfg, use, s.sdk_view,
                                one.engine.max_model_len, standing_in, at_context, template)
                 seeding = f"; seeding {s.seeding(i)}" if not s.ramp_input_lens else ""

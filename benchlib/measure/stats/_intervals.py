@@ -133,11 +133,12 @@ def _units(repeats: Sequence[Repeat], metric: _Metric) -> list[list[np.ndarray]]
     return [r.itl if metric == "itl" else list(r.values(metric)[:, None]) for r in repeats]
 
 
-def _padded(per: list[list[np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """The units as one NaN-padded array (repeat, unit, value), and each repeat's count."""
+def _padded(per: list[list[np.ndarray]], most: int, width: int
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The units as one NaN-padded array (repeat, ``most`` units, ``width`` values), and each
+    repeat's count of units."""
     counts = np.array([len(u) for u in per], dtype=np.int64)
-    width = max((a.size for u in per for a in u), default=0)
-    padded = np.full((len(per), int(counts.max(initial=0)), width), np.nan)
+    padded = np.full((len(per), most, width), np.nan)
     for i, units in enumerate(per):
         for j, arr in enumerate(units):
             padded[i, j, :arr.size] = arr
@@ -146,7 +147,9 @@ def _padded(per: list[list[np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
 
 def _row_percentiles(rows: np.ndarray, p: float) -> np.ndarray:
     """The ``p``-th percentile of each row's values, NaN left out (numpy's linear method;
-    NaN for a row without one): rows sorted, NaN last, read at (count − 1) · p / 100."""
+    NaN for a row without one): rows sorted, NaN last, read at (count − 1) · p / 100.
+    (``np.nanpercentile`` along an axis loops over the rows: 72 ms against 2.5 ms for 2,000
+    rows of 40.)"""
     ordered = np.sort(rows, axis=1)
     count = (~np.isnan(ordered)).sum(axis=1)
     h = (count - 1) * p / 100.0
@@ -204,7 +207,7 @@ def bootstrap(repeats: Sequence[Repeat], figure: str, rng: np.random.Generator,
     row = n * most * width  # padded cells a resample gathers
     if row > block_elements or row > _MOST_PADDING * values:  # a resample draws ~values
         return _one_at_a_time(repeats, metric, p, rng, resamples)
-    padded, counts = _padded(per)
+    padded, counts = _padded(per, most, width)
     block = block_elements // row
     for start in range(0, resamples, block):
         rows = min(block, resamples - start)

@@ -78,6 +78,11 @@ class MeasureConfig(Workload):
             return PREFIX_BLOCK_TOKENS, ASSUMED_BLOCK
         return self.prefix_block, self.prefix_block_from or "given: --prefix-block"
 
+    def with_prefix_unit(self, block: int, source: str) -> MeasureConfig:
+        """This configuration counting its prefix share in the engine's unit ``block``, from
+        ``source`` (``EngineAdapter.prefix_block``)."""
+        return self.model_copy(update={"prefix_block": block, "prefix_block_from": source})
+
     @field_validator("base_url")
     @classmethod
     def _http(cls, value: str) -> str:

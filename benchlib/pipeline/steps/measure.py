@@ -96,7 +96,7 @@ def _measure_once(recipe: Recipe, s: Scenario, base_url: str, result_json: Path,
                            tokenizer=tokenizer, result_json=result_json, **shape,
                            **tls_options(recipe, base_url))
     if unit is not None:
-        cfg = cfg.model_copy(update={"prefix_block": unit[0], "prefix_block_from": unit[1]})
+        cfg = cfg.with_prefix_unit(*unit)
     return measure(cfg, api_key=api_key, on_warmed=on_warmed)
 
 

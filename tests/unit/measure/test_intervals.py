@@ -324,7 +324,7 @@ def test_ragged_or_large_units_go_one_at_a_time(monkeypatch: pytest.MonkeyPatch)
     rep = Repeat(ttft=np.ones(21), ttft_text=np.ones(21), tpot=np.empty(0),
                  tpot_text=np.empty(0), itl=[np.full(100, 10.0)] + [np.array([20.0])] * 20,
                  output_throughput=None)
-    def no_padding(per: object) -> None:
+    def no_padding(*args: object) -> None:
         raise AssertionError("padded")
 
     monkeypatch.setattr("benchlib.measure.stats._intervals._padded", no_padding)
