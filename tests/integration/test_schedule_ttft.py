@@ -6,6 +6,7 @@ nothing waits the two agree. The scripted server runs in its own process, as an 
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,9 +54,13 @@ def test_schedule_ttft_equals_send_ttft_when_nothing_waits(
     result, records = _run(server, tmp_path, tiny_model, "free", request_rate=10.0,
                            max_concurrency=4)
     assert result.completed == 20
+    # no slot is ever waited for (that wait would last until a request ends, tens of ms):
+    # what is left is the loop's own latency, as small as the release lag's (the CI's loaded
+    # machine once took 1.3 ms to send its first request)
+    assert statistics.median(r.queue_ms for r in records) < 1.0, [r.queue_ms for r in records]
     for r in records:
         assert r.ttft_ms is not None and r.ttft_from_schedule_ms is not None
-        assert r.queue_ms < 1.0, r.queue_ms
+        assert r.queue_ms < 20.0, r.queue_ms
         assert r.release_lag_ms is not None and r.release_lag_ms < 20.0
         # nothing waited: the two differ only by the client's own release lag
         assert r.ttft_from_schedule_ms - r.ttft_ms == pytest.approx(

@@ -1,7 +1,9 @@
 """Trace replay (issue 27): ``--dataset trace`` sends each line of a Mooncake-format trace at
 its own timestamp (times ``--trace-time-scale``), with its lengths, and prompts that share a
-``hash_ids`` block share that block's text. At scale 1 the requests' arrivals at the scripted
-server (the kernel's receive stamps, in its truth file) follow the trace's times within 5 ms."""
+``hash_ids`` block share that block's text. The requests' arrivals at the scripted server (the
+kernel's receive stamps, in its truth file) follow the trace's times within 5 ms, or the
+request's own record says how late it went out (its release lag and client queue, to within
+1 ms): on a loaded machine the client's loop wakes late, and that must show, not hide."""
 
 from __future__ import annotations
 
@@ -25,21 +27,24 @@ TRACE = REPO / "benchlib" / "measure" / "data" / "trace-synthetic.jsonl"
 
 
 def _replay(server: Any, tmp_path: Path, tiny_model: Path, scale: float, n: int = 40
-            ) -> tuple[Any, dict[int, float]]:
+            ) -> tuple[Any, dict[int, tuple[float, float]]]:
+    """The run's result, and each request's arrival at the server (the kernel's stamp, ms)
+    with the lateness its record reports (release lag plus client queue, ms)."""
     out = tmp_path / f"trace-{scale}.json"
     result = measure(MeasureConfig(base_url=server.url, model="scripted", tokenizer=tiny_model,
                                    dataset="trace", dataset_path=TRACE, num_prompts=n,
                                    trace_time_scale=scale, result_json=out,
                                    disable_tqdm=True))
     truth = {t["id"]: t["arrival_ns"] for t in load_jsonl(server.truth)}
-    arrivals = {r.index: truth[r.response_id] / 1e6 for r in read_requests(requests_path(out))
-                if r.success}
+    arrivals = {r.index: (float(truth[r.response_id]) / 1e6,
+                          (r.release_lag_ms or 0.0) + r.queue_ms)
+                for r in read_requests(requests_path(out)) if r.success}
     return result, arrivals
 
 
 @pytest.mark.parametrize("scale", [1.0, 0.5])
-def test_arrivals_follow_the_trace_within_5_ms(scripted: Callable[..., Any], tmp_path: Path,
-                                               tiny_model: Path, scale: float) -> None:
+def test_arrivals_follow_the_trace_or_say_how_late(scripted: Callable[..., Any], tmp_path: Path,
+                                                   tiny_model: Path, scale: float) -> None:
     server = scripted("--ttft-ms", "5", "--itl-ms", "1")
     result, arrivals = _replay(server, tmp_path, tiny_model, scale)
     rows = read_trace(TRACE, None)
@@ -47,10 +52,19 @@ def test_arrivals_follow_the_trace_within_5_ms(scripted: Callable[..., Any], tmp
     assert result.output_lens == [r.output_length for r in rows]  # the trace's lengths
     # the trace's clock and the server's differ by where the replay started: the median
     # offset over all requests, not the first request's own (which may be late itself)
-    offsets = [arrivals[i] - row.timestamp * scale for i, row in enumerate(rows)]
+    offsets = [arrivals[i][0] - row.timestamp * scale for i, row in enumerate(rows)]
     start = statistics.median(offsets)
-    errors = [abs(o - start) for o in offsets]
-    assert max(errors) < 5.0, sorted(errors)[-5:]
+    errors = [o - start for o in offsets]
+    # paced on the trace's clock, not drifting off it (a 1 % slow clock is 8 ms here)
+    assert statistics.median(abs(e) for e in errors) < 5.0, errors
+    # each arrival is the trace's time plus the lateness its own record reports, plus the
+    # send path (its stamp → the kernel's), the same for every request: the CI's loaded
+    # machine woke 7.7 ms late once, and said so
+    late = [arrivals[i][1] for i in range(len(rows))]
+    unexplained = [e - lag for e, lag in zip(errors, late, strict=True)]
+    path = statistics.median(unexplained)
+    assert max(abs(u - path) for u in unexplained) < 1.0, sorted(unexplained)
+    assert all(abs(e) < 5.0 or lag > 4.0 for e, lag in zip(errors, late, strict=True))
     assert result.median_ttft_from_schedule_ms is not None  # a trace is a paced load
 
 
