@@ -27,7 +27,9 @@ text or ids to token counts are built with a byte-level tokenizer standing in fo
 their warmups, sampling keys, repeats and the engine's context are still checked at the
 requested lengths, and the line says which tokenizer stood in; their shared-prefix share,
 which only the model's tokens can give, is left out. A file's prompts are built without
-counting their tokens, as a run without a tokenizer would.
+counting their tokens, as a run without a tokenizer would, and the line says what was not
+counted (their lengths, their fit in the context, their shared prefixes), so a passing check
+never looks like a counted one.
 """
 
 from __future__ import annotations
@@ -213,6 +215,10 @@ def dry_build(recipe: Recipe) -> list[str]:
                 use, path = stand_in_tokenizer(), tok_dir or Path(one.model.id)
                 note = (f" (a byte-level tokenizer stood in for the model's, {path}, not on "
                         "this machine: lengths are its tokens, one a byte; no prefix share)")
+            elif tok is None:  # sent as written: built, but nothing counted in tokens
+                note = (f" (the model's tokenizer, {tok_dir or one.model.id}, is not on this "
+                        "machine: the prompts' lengths, their fit in the context and their "
+                        "shared prefixes are not counted)")
             for i, (label, cfg) in enumerate(_named_configs(one, s, path, where)):
                 if unit is not None:  # as 03_measure sets it, before the engine reports one
                     cfg = cfg.with_prefix_unit(*unit)

@@ -144,6 +144,31 @@ def test_a_trace_without_its_tokenizer_is_still_checked(
         in line and "no prefix share" in line and "share a prefix" not in line
 
 
+def test_a_prompt_file_without_its_tokenizer_says_what_was_not_counted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Seed 000's prompt file is sent as written, so it builds without the tokenizer; but then
+    nothing was counted against the engine's context (a planted 100-token context passes),
+    and the line says so instead of looking like a counted check."""
+    gone = tmp_path / "no-tokenizer-here"
+
+    def edit(d: dict[str, Any]) -> None:
+        for where in (d, *d["variants"]):
+            if "tokenizer" in where.get("model", {}):
+                where["model"]["tokenizer"] = str(gone)
+        d["engine"]["max_model_len"] = 100
+    path = _planted(tmp_path, edit)
+    monkeypatch.chdir(REPO)
+    code = main(["run", str(path), "--check"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    lines = [x for x in out.splitlines() if ", scenario single-stream, " in x]
+    assert len(lines) == 3 and all(
+        f"(the model's tokenizer, {gone}, is not on this machine: the prompts' lengths, their "
+        "fit in the context and their shared prefixes are not counted)" in x
+        and "tokens;" not in x for x in lines), lines
+
+
 @pytest.mark.parametrize(("context", "field", "said"), [
     (1500, "scenarios.chat.output_len", "to generate pass the engine's max_model_len 1500"),
     (900, "scenarios.chat.input_len", "passes the engine's max_model_len 900 by itself")])
