@@ -79,6 +79,21 @@ MODULES: dict[str, tuple[str, ...]] = {
         "benchlib/recipe/_schema.py", "benchlib/recipe/_rules.py")},
     "benchlib/recipe/_load.py": ("tests/unit/recipe",),
     "benchlib/recipe/_assumptions.py": ("tests/unit/recipe",),
+    # speculative decoding's acceptance and its reconciliation with the client's count
+    "benchlib/measure/server/_spec.py": ("tests/unit/measure",),
+    # a capture's bytes to a request's outcome (text events, tokens, usage)
+    "benchlib/measure/wire/_decode.py": ("tests/unit/measure",),
+    # energy per token from a counter's samples (its own tests: the sampler's race their
+    # interval, and a mutant's run beside others' must not decide a kill)
+    "benchlib/energy/_core.py": ("tests/unit/energy/test_core.py",),
+    # --check: each prompt counted as the engine counts it, against its context
+    "benchlib/pipeline/_fits.py": ("tests/unit/pipeline/test_fits.py",
+                                   "tests/unit/pipeline/test_dry_build.py"),
+    # SGLang's memory plan
+    "benchlib/memory/_sglang.py": ("tests/unit/memory",),
+    # a prompt set's shared prefixes, in the engine's prefix-cache unit
+    "benchlib/measure/workload/_prefix_share.py": ("tests/unit/measure/test_prefix_share.py",
+                                                   "tests/unit/measure/test_sglang_random.py"),
 }
 
 #: the CI subset: these modules' own fast test files, one mutant in SAMPLE_EVERY of each
@@ -94,6 +109,9 @@ SAMPLE: dict[str, tuple[str, ...]] = {
         "aiperf", "common", "console", "detect", "guidellm", "model", "seed", "sglang", "vllm")},
     "benchlib/recipe/_load.py": ("tests/unit/recipe/test_load_errors.py",),
     "benchlib/recipe/_assumptions.py": ("tests/unit/recipe/test_assumptions.py",),
+    "benchlib/measure/server/_spec.py": ("tests/unit/measure/test_spec.py",),
+    "benchlib/measure/wire/_decode.py": ("tests/unit/measure/test_decode.py",
+                                         "tests/unit/measure/test_server_timings.py"),
     # triaged to 90 % and more on 2026-12-05, each with its own test file. Not sampled, for
     # CI's time (measured: their eighth added 3 to 5 minutes on two cores): the memory plan's
     # five modules, wire/_connection.py (real sockets) and wire/_timing.py (killed across all
@@ -162,13 +180,17 @@ def _child(spec: dict[str, Any]) -> None:
     cfg.only_mutate = sorted(modules)
     cfg.pytest_add_cli_args_test_selection = sorted({t for ts in modules.values() for t in ts})
     names: list[str] = []
+    # the models `make model` built (git ignores them), linked where the tests run: recipes
+    # name them by path, and --check counts their prompts only where the tokenizer is there
+    Path("mutants").mkdir(exist_ok=True)
+    if (ROOT / ".models").is_dir() and not Path("mutants/.models").exists():
+        Path("mutants/.models").symlink_to(ROOT / ".models")
     if spec["pick"] == "sample":
         from mutmut.utils.file_utils import (
             copy_also_copy_files,
             copy_src_dir,
             setup_source_paths,
         )
-        Path("mutants").mkdir(exist_ok=True)
         copy_src_dir()
         copy_also_copy_files()
         setup_source_paths()

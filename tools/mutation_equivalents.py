@@ -19,6 +19,14 @@ _RNG_ONE = ("with one repeat, drawing it once with replacement gives it again, a
 _ERRSTATE = ("errstate only silences numpy's warning for a resample whose side is 0 or NaN; "
              "the draws are the same (inf or NaN, which _bounds drops)")
 
+_FIRST_SET = ("read only where a choices event was seen, and the block that sees the "
+              "first one sets it before any read: its starting value is never used")
+_ONE_OVERHEAD = ("ordering the (served, own, out) tuples whole rather than by served picks a "
+                 "body with the same served count, so the same verdict and count; only "
+                 "which of equally long bodies the message splits into own and added "
+                 "tokens may change, and the message names no body")
+_STRICT_SAME = ("figures holds one entry per device, made from devices: zip's strictness never "
+                "matters")
 _M = "benchlib.measure.stats._metrics."
 _SUCCESS = ("decode_capture, the only maker of outcomes, marks a request successful only "
             "after a choices event, where it sets ttft_ns, latency_ns, their lower bounds and "
@@ -503,4 +511,79 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
             'capture.content_type = value.decode("LATIN-1").lower()',
             "Python's codec names are case-insensitive"),
     }.items()},
+    "benchlib.measure.server._spec.x__from_timings__mutmut_3": (
+        "seen = None",
+        "seen is only tested for truth (`if not seen`), and None is as false as False"),
+    # --- a capture read into an outcome (benchlib/measure/wire/_decode.py) ---
+    "benchlib.measure.wire._decode.x__error_message__mutmut_9": (
+        'return body[:200].decode("UTF-8", "replace").strip()',
+        "Python's codec names are case-insensitive"),
+    **{f"benchlib.measure.wire._decode.x_decode_capture__mutmut_{n}": (change, why)
+       for n, change, why in (
+        (56, "last_choice_lower_ns = None", _FIRST_SET),
+        (57, "last_choice_lower_ns = 1", _FIRST_SET),
+        (58, "first_choice = None  # the event index of the first event with non-empty "
+             "choices", _FIRST_SET),
+        (59, "first_choice = +1  # the event index of the first event with non-empty choices",
+         _FIRST_SET),
+        (60, "first_choice = -2  # the event index of the first event with non-empty choices",
+         _FIRST_SET))},
+    "benchlib.measure.wire._decode.x_chunk_token_counts__mutmut_16": (
+        'offsets = ""',
+        "offsets is only tested for truth next (`if offsets:`), and '' is as false as None"),
+    "benchlib.measure.wire._decode.x_chunk_token_counts__mutmut_36": (
+        "counts[min(bisect.bisect_right(bounds, start), len(texts) + 1)] += 1",
+        "a token of the generated text starts inside it, before bounds[-1] (its length), so "
+        "bisect_right is at most len(texts) - 1 and neither clamp binds"),
+    "benchlib.measure.wire._decode.x_chunk_token_counts__mutmut_48": (
+        "per = outcome.output_tokens / len(texts) if (outcome.output_tokens) or True else 0.0"
+        "  # never chunks",
+        "with no output tokens, 0 / len(texts) is 0.0 (texts is not empty here)"),
+    # --- --check's context fit (benchlib/pipeline/_fits.py) ---
+    "benchlib.pipeline._fits.xǁContextFitǁ_chat__mutmut_7": (
+        'template = self.template or getattr(self.tok, "chat_template", )',
+        "every tokenizer the check is given (transformers', the byte-level stand-in) has a "
+        "chat_template attribute, None where it has none, so the default is never taken"),
+    "benchlib.pipeline._fits.xǁContextFitǁ_chat__mutmut_15": (
+        "add_generation_prompt=True, tokenize=None)",
+        "transformers' apply_chat_template tests tokenize for truth (`if not tokenize:`)"),
+    **{f"benchlib.pipeline._fits.xǁContextFitǁcheck__mutmut_{n}": (change, _ONE_OVERHEAD)
+       for n, change in (
+        (11, "served, own, _ = max(counted, key=None)"),
+        (13, "served, own, _ = max(counted, )"))},
+    # --- a prompt set's shared prefixes (benchlib/measure/workload/_prefix_share.py) ---
+    **{f"benchlib.measure.workload._prefix_share.x__common__mutmut_{n}": (change, _NOT_STRICT)
+       for n, change in ((5, "for x, y in zip(a, b, strict=None):"),
+                         (8, "for x, y in zip(a, b, ):"))},
+    # --- energy from a device's samples (benchlib/energy/_core.py) ---
+    "benchlib.energy._core.x_interpolate__mutmut_2": (
+        "if t0 < t <= t1:",
+        "a time equal to a pair's first point is the previous pair's last, or the first "
+        "point itself, which the check after the loop returns: the same value"),
+    **{f"benchlib.energy._core.x_counter_energy__mutmut_{n}": (change, (
+        "with exactly two reads inside, inside[1] is inside[-1]: their difference is 0, "
+        "the value the else gives"))
+       for n, change in (
+        (26, "low = points[inside[-1]][1] - points[inside[1]][1] if len(inside) > 2 else 0.0"),
+        (27, "low = points[inside[-1]][1] - points[inside[1]][1] if len(inside) >= 3 "
+             "else 0.0"))},
+    **{f"benchlib.energy._core.x_integrated_energy__mutmut_{n}": (change, (
+        "a power read exactly at an edge then appears twice, at the same time: a trapezoid "
+        "of zero width, adding nothing"))
+       for n, change in (
+        (14, "inner = [(t, p) for t, p in points if window.start_s <= t < window.end_s]"),
+        (15, "inner = [(t, p) for t, p in points if window.start_s < t <= window.end_s]"))},
+    "benchlib.energy._core.x__one_device__mutmut_47": (
+        "out.energy = Bracket(joules, None, None) if (joules is not None) or True else None",
+        "a bracket whose estimate is None sums, divides and is reported as None, as no "
+        "bracket is (_sum, _ratio and the device's row read its estimate)"),
+    "benchlib.energy._core.x__peak__mutmut_8": (
+        "if not inside and any(not pts for pts in series):",
+        "without reads inside there are no pairs, and a device without counter points "
+        "leaves every pair incomplete: either way no step, and None"),
+    **{f"benchlib.energy._core.x_energy_figures__mutmut_{n}": (change, _STRICT_SAME)
+       for n, change in (
+        (88, "for k, (d, fig) in enumerate(zip(devices, figures, strict=None)):"),
+        (91, "for k, (d, fig) in enumerate(zip(devices, figures, )):"),
+        (92, "for k, (d, fig) in enumerate(zip(devices, figures, strict=False)):"))},
 }

@@ -178,3 +178,129 @@ def test_the_bounds_hold_for_a_lagging_counter(watts: list[float], lag: float, s
     truth = profile.between(window.start_s, window.end_s)
     assert got.low - 1e-3 <= truth <= got.high + 1e-3
     assert got.low <= got.estimate <= got.high
+
+
+def test_every_field_of_one_devices_result() -> None:
+    """The run's facts travel into the result unchanged, and each device's own row holds its
+    figures (here the only device's, so the sums')."""
+    sim = Sim(GPU, sm_clock=1980)
+    device = sim.device("GPU 0")
+    reads = [Sample(s.t_s, (Reading(counter=s.readings[0].counter,
+                                    power_w=s.readings[0].power_w, sm_clock_mhz=1980,
+                                    mem_clock_mhz=3201),)) for s in samples([sim], TIMES)]
+    r = energy_figures("nvml", [device], reads, interval_s=0.1, idle=IDLE, window=LOAD,
+                       output_tokens=1000, requests=10)
+    assert r.source == "nvml" and r.interval_s == 0.1
+    assert r.idle_window_s == pytest.approx(1.5)
+    assert r.mem_clock_mhz is not None and r.mem_clock_mhz.mean == 3201
+    (d,) = r.per_device
+    assert (d.name, d.method, d.power_source) == ("GPU 0", "counter", "instant")
+    assert d.energy_j == pytest.approx(3500.0, abs=0.01)
+    assert d.avg_power_w == pytest.approx(700.0, abs=0.01)
+    assert d.peak_power_w == 700.0 and d.idle_power_w == pytest.approx(75.0, abs=0.01)
+
+
+def test_windows_hold_their_edges_and_interpolation_its_corners() -> None:
+    assert Window(1.0, 2.0).holds(1.0) and Window(1.0, 2.0).holds(2.0)
+    assert interpolate([(3.0, 7.0)], 3.0) == 7.0  # one point: its own time only
+    assert interpolate([(3.0, 7.0)], 3.5) is None
+    assert interpolate([(1.0, 5.0), (1.0, 5.0), (2.0, 9.0)], 1.0) == 5.0  # a repeated read
+
+
+def _counts(values: list[int | None], unit: float = 1.0) -> list[tuple[float, float]]:
+    device = Device("GPU 0", counter_unit_j=unit, power_source="none")
+    reads = [Sample(float(t), (Reading(counter=c),)) for t, c in enumerate(values)]
+    points, why = counter_series(reads, 0, device)
+    assert why is None
+    return points
+
+
+def test_a_counter_starts_at_zero_and_skips_a_read_it_missed() -> None:
+    assert _counts([100, 130, None, 190], unit=2.0) == [(0.0, 0.0), (1.0, 60.0), (3.0, 180.0)]
+
+
+def test_a_counter_that_went_down_is_named_in_full() -> None:
+    device = Device("GPU 3", counter_unit_j=1.0, power_source="instant")
+    reads = [Sample(float(t), (Reading(counter=c),)) for t, c in enumerate([50, 10])]
+    assert counter_series(reads, 0, device) == ([], (
+        "GPU 3: the energy counter went down (50 → 10: the driver was reloaded?); its energy "
+        "is integrated from power instead"))
+
+
+def test_the_bounds_read_one_point_beyond_each_edge() -> None:
+    """Low: the reads inside, from the second one in; high: from the read before the start
+    to the one after the first read at or past the end."""
+    points = [(float(t), 10.0 * t * t) for t in range(8)]  # 0, 10, 40, 90, 160, 250, 360, 490
+    inner = counter_energy(points, Window(0.5, 4.5))
+    assert inner is not None and (inner.low, inner.high) == (160.0 - 40.0, 360.0 - 0.0)
+    on_a_read = counter_energy(points, Window(0.5, 4.0))
+    assert on_a_read is not None and on_a_read.high == 250.0 - 0.0
+    second_last = counter_energy(points, Window(0.5, 5.5))
+    assert second_last is not None and second_last.high == 490.0 - 0.0  # the last read
+    last = counter_energy(points, Window(0.5, 6.5))
+    assert last is not None and last.high is None  # no read after the one past the end
+    assert counter_energy(points, Window(-1.0, 2.0)) is None  # begins before the first read
+    assert integrated_energy(points, Window(-1.0, 2.0)) is None
+
+
+def test_an_idle_window_without_length_or_reads_gives_no_idle_power() -> None:
+    for idle in (Window(1.0, 1.0), Window(-3.0, -2.0)):
+        assert figures([Sim(GPU)], idle=idle).idle_power_w is None
+    # from power samples: their mean in the window, none when it holds no sample
+    assert figures([Sim(GPU, counter=False)], idle=Window(-3.0, -2.0)).idle_power_w is None
+    half = figures([Sim(GPU)], idle=Window(0.5, 1.0))
+    assert half.idle_power_w == pytest.approx(75.0, abs=0.01)
+
+
+def test_no_read_after_the_window_is_named_in_full() -> None:
+    r = figures([Sim(GPU)], window=Window(2.05, 9.95))
+    assert r.energy_j_bounds is None and r.flags == [
+        "GPU 0: no read after the window: the energy's upper bound is unknown"]
+
+
+def test_a_peak_from_counters_skips_a_missed_read_and_needs_two_reads() -> None:
+    device = Device("package-0", counter_unit_j=1.0, power_source="none")
+    reads = [Sample(float(t), (Reading(counter=c),))
+             for t, c in enumerate([0, 10, None, 40, 45, 50])]
+    r = energy_figures("rapl", [device], reads, interval_s=1.0, idle=Window(0.0, 1.0),
+                       window=Window(0.5, 4.5), output_tokens=10, requests=1)
+    assert r.peak_power_w == 5.0  # 40→45: nothing across the missed read (10→40)
+    one = energy_figures("rapl", [device], reads, interval_s=1.0, idle=Window(0.0, 1.0),
+                         window=Window(3.5, 4.5), output_tokens=10, requests=1)
+    assert one.peak_power_w is None  # one read inside: no interval to read a peak over
+
+
+def test_a_device_with_nothing_to_read_has_no_method_and_mixed_sources_no_one_source() -> None:
+    mute = figures([Sim(GPU, counter=False, power=False)])
+    assert mute.method is None and mute.energy_j is None
+    assert mute.flags == ["the samples do not span the window (or a device gave neither "
+                          "energy nor power): no energy figure"]
+    mixed = figures([Sim(GPU), Sim(GPU, power=False)])
+    assert mixed.peak_power_source is None
+
+
+def test_only_a_negative_energy_above_idle_is_flagged() -> None:
+    barely = figures([Sim(Profile([(0.0, 100.0), (2.05, 100.1), (7.05, 100.0)]))])
+    assert barely.energy_above_idle_j == pytest.approx(0.5, abs=0.01)
+    assert barely.flags == []
+    below = figures([Sim(Profile([(0.0, 500.0), (2.0, 100.0)]))])
+    assert below.flags == [
+        "the energy above idle is negative: the load drew no more than the idle window did "
+        "(a load too light to tell apart, or a device still busy before the scenario)"]
+
+
+def test_a_repeated_sample_time_gives_no_step_and_no_division_by_zero() -> None:
+    device = Device("package-0", counter_unit_j=1.0, power_source="none")
+    reads = [Sample(t, (Reading(counter=c),))
+             for t, c in [(0.0, 0), (1.0, 10), (1.0, 10), (2.0, 16), (3.0, 20)]]
+    r = energy_figures("rapl", [device], reads, interval_s=1.0, idle=Window(0.0, 1.0),
+                       window=Window(0.5, 2.5), output_tokens=10, requests=1)
+    assert r.peak_power_w == 6.0
+
+
+def test_energy_exactly_at_idle_is_not_flagged_as_below_it() -> None:
+    device = Device("package-0", counter_unit_j=1.0, power_source="none")
+    reads = [Sample(float(t), (Reading(counter=100 * t),)) for t in range(6)]
+    r = energy_figures("rapl", [device], reads, interval_s=1.0, idle=Window(0.0, 2.0),
+                       window=Window(2.0, 4.0), output_tokens=10, requests=1)
+    assert r.energy_above_idle_j == 0.0 and r.flags == []

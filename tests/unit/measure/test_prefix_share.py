@@ -52,3 +52,53 @@ def test_a_unit_of_one_token_counts_every_shared_token() -> None:
     assert "share a prefix of ≥ 1 token with another (SGLang's default --page-size 1; " \
         "longest 5)" in one.summary()
     assert "assumed" in prefix_share(_Chars(), prompts).block_from
+
+
+def test_the_set_is_sorted_by_its_tokens_not_its_order() -> None:
+    """Two prompts apart in the set, with one unlike both between them, still share."""
+    prompts = [Prompt("a" * 20 + "x", 21, 1), Prompt("b" * 21, 21, 1),
+               Prompt("a" * 20 + "y", 21, 1)]
+    share = prefix_share(_Chars(), prompts, block=4)
+    assert (share.sharing, share.longest, share.cacheable_tokens) == (2, 20, 40)
+
+
+def test_one_shared_token_is_one_unit_of_one() -> None:
+    share = prefix_share(_Chars(), [Prompt("ab", 2, 1), Prompt("ac", 2, 1)], block=1)
+    assert (share.sharing, share.cacheable_tokens) == (2, 2)
+
+
+def test_no_special_token_is_counted_as_shared(tokenizer: Any) -> None:
+    """The tokenizer's BOS starts every encoded prompt: counted, it would make every prompt
+    share one token at SGLang's unit of one."""
+    share = prefix_share(tokenizer, [Prompt("alpha", 1, 1), Prompt("zulu", 1, 1)], block=1)
+    assert share.sharing == 0 and share.longest == 0
+
+
+def test_chat_messages_join_as_lines_and_a_message_without_content_adds_none() -> None:
+    msgs = [{"role": "system", "content": "ab"}, {"role": "assistant"},
+            {"role": "user", "content": "c"}]
+    share = prefix_share(_Chars(), [Prompt(msgs, 0, 1)], block=1)
+    assert share.total_tokens == len("ab\n\nc")
+
+
+def test_an_empty_set_shares_nothing() -> None:
+    share = prefix_share(_Chars(), [])
+    assert (share.prompts, share.sharing, share.longest, share.total_tokens) == (0, 0, 0, 0)
+    assert share.sharing_fraction == share.cacheable_fraction == 0.0
+
+
+@pytest.mark.parametrize(("block", "unit"), [(1, "token"), (2, "tokens")])
+def test_the_summary_line_in_full(block: int, unit: str) -> None:
+    share = prefix_share(_Chars(), [Prompt("abcd", 4, 1), Prompt("abce", 4, 1),
+                                    Prompt("zzzz", 4, 1)], block=block, block_from="its flag")
+    assert share.summary() == (
+        f"2 of 3 prompts (67 %) share a prefix of ≥ {block} {unit} with another (its flag; "
+        "longest 3); 50.0 % of prompt tokens a prefix cache could serve"
+        if block == 1 else
+        f"2 of 3 prompts (67 %) share a prefix of ≥ {block} {unit} with another (its flag; "
+        "longest 3); 33.3 % of prompt tokens a prefix cache could serve")
+
+
+def test_the_sharing_percentage_is_the_fraction_times_100() -> None:
+    prompts = [Prompt(p, 4, 1) for p in ("abcd", "abce", "abcf", "zzzz")]
+    assert "3 of 4 prompts (75 %)" in prefix_share(_Chars(), prompts, block=1).summary()

@@ -10,7 +10,7 @@ from typing import Any
 from benchlib.measure import RequestRecord, decode_capture, read_requests
 from benchlib.measure.results._records import RecordLog
 
-from .test_request import capture, chat
+from .test_decode import capture, chat
 
 #: the last chunk of a llama-server chat stream with stream_options.include_usage and a
 #: draft model (tools/server/server-task.cpp, to_json_oaicompat_chat_stream)

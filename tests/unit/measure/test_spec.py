@@ -3,7 +3,7 @@ client's chunks and tokens, and their reconciliation (or why it does not apply).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -54,7 +54,7 @@ def test_acceptance_follows_vllms_definitions() -> None:
     report = _report(_metrics(**REFERENCE, generation_tokens=1024.0), _client(),
                                 max_concurrency=1)
     s = report.server
-    assert s is not None and s.source == "metrics"
+    assert s is not None and s.source == "metrics" and s.drafts == 312
     assert s.acceptance_rate == pytest.approx(653 / 1074)
     assert s.mean_acceptance_length == pytest.approx(1 + 653 / 312)
     assert s.per_position_acceptance == pytest.approx([233 / 312, 168 / 312, 137 / 312,
@@ -99,20 +99,122 @@ def test_reconciled_within_two_percent() -> None:
     assert off.reconciled is False and off.output_rel_diff == pytest.approx(24 / 1024)
 
 
+_MERGED = ("above 1, a request's steps are merged into one chunk whenever the API server "
+           "falls behind")
+
+
 @pytest.mark.parametrize(("change", "why"), [
-    ({"max_concurrency": 4}, "concurrency 4"),
-    ({"max_concurrency": None}, "concurrency unlimited"),
+    ({"max_concurrency": 4}, f"concurrency 4: {_MERGED}"),
+    ({"max_concurrency": None}, f"concurrency unlimited: {_MERGED}"),
     ({"engine": "llamacpp"}, "one event per token"),
     ({"engine": "sglang"}, "not verified"),
-    ({"stream_interval": 2}, "stream interval 2"),
-    ({"warmups_in_window": 1}, "MetricsSampler.mark"),
+    ({"stream_interval": 2}, "stream interval 2: each chunk holds several steps"),
+    ({"warmups_in_window": 1}, "1 warmup request(s) are inside the counters' window: take the "
+                               "baseline after them (MetricsSampler.mark)"),
 ])
 def test_why_the_check_does_not_apply(change: dict[str, Any], why: str) -> None:
     kwargs: dict[str, Any] = {"max_concurrency": 1} | change
     r = _report(_metrics(**REFERENCE, generation_tokens=1024.0), _client(),
                            **kwargs).reconciliation
     assert r.reconciled is None and r.why_not is not None and why in r.why_not
+    if not change.get("engine"):  # the kit's own words, whole (an engine's are its adapter's)
+        assert r.why_not == why
     assert r.accepted_rel_diff == pytest.approx(11 / 653)  # still shown
+    # the figures stay, but no residual is judged where the check does not apply
+    assert r.accepted_server == 653 and r.output_server == 1024
+    assert r.truncation_allowance == 32 and r.residual_within_allowance is None
+
+
+def test_an_unknown_engine_or_retokenized_output_says_so_whole() -> None:
+    m = _metrics(**REFERENCE, generation_tokens=1024.0)
+    unknown = spec_decode_report(m, _client(), max_concurrency=1, names=None).reconciliation
+    assert unknown.why_not == "the engine is unknown, so what its chunks carry is unknown"
+    outcomes = [outcome(0, 0, 5, [1, 1], 5), outcome(1, 0, 5, [1], 3)]
+    outcomes[0].output_tokens_source = "tokenizer"
+    client = ClientStreams.from_outcomes(outcomes, "completions")
+    assert client.output_tokens_from_usage is False
+    r = _report(m, client, max_concurrency=1).reconciliation
+    assert r.why_not == "some output tokens were re-tokenized, not the server's usage"
+    blind = _report(_metrics(window=False, **REFERENCE), _client(), max_concurrency=1)
+    assert blind.reconciliation.why_not == "no server counters (no baseline or no final scrape)"
+    bare = _report(_metrics(generation_tokens=1024.0), _client(), max_concurrency=1)
+    assert bare.reconciliation.why_not == ("the server exposes no accepted-token or "
+                                           "generated-token counter")
+
+
+def test_client_streams_count_only_successes_and_every_usage() -> None:
+    """``output_tokens_from_usage`` holds only when every success's count is the server's
+    (in any order); a success with no token or no event is still a success; a chat stream
+    without a role chunk loses no step; finish reasons other than length are not counted."""
+    def run(sources: list[Literal["usage", "tokenizer"]]) -> list[Any]:
+        out = [outcome(i, 0, 5, [1], 2) for i in range(len(sources))]
+        for o, source in zip(out, sources, strict=True):
+            o.output_tokens_source = source
+        return out
+    assert ClientStreams.from_outcomes(run(["usage", "usage"]), "chat").output_tokens_from_usage
+    assert not ClientStreams.from_outcomes(run(["tokenizer", "usage"]),
+                                           "chat").output_tokens_from_usage
+    assert not ClientStreams.from_outcomes(run(["usage", "tokenizer"]),
+                                           "chat").output_tokens_from_usage
+    empty = outcome(0, 0, 5, [], 0)  # a success that generated nothing: one event
+    silent = outcome(1, 0, 5, [], 0)
+    silent.ttft_ns, silent.itl_ns = None, []  # no event at all
+    silent.chunk_times_ns, silent.chunk_texts = [], []
+    failed = outcome(2, 0, 5, [], 0, ok=False)
+    failed.output_tokens = 3  # whatever it counted, a failure is not counted
+    c = ClientStreams.from_outcomes([empty, silent, failed], "completions")
+    assert (c.requests, c.succeeded, c.output_tokens, c.chunks) == (3, 2, 0, 1)
+    records = [RequestRecord.from_outcome(o, [1.0] * len(o.chunk_texts), 0)
+               for o in (empty, silent, failed)]
+    assert ClientStreams.from_records(records, "completions") == c
+    none = ClientStreams.from_outcomes([failed], "completions")
+    assert none.chunks == 0 and none.tokens_per_chunk is None
+    assert none.output_tokens_from_usage is False  # no success: nothing came from usage
+    no_role = ClientStreams.from_outcomes([outcome(0, 0, 5, [1, 1], 6)], "chat")
+    assert no_role.chunks == 3 and no_role.accepted_tokens == 3
+    ends = [outcome(i, 0, 5, [1], 2) for i in range(4)]
+    for o, reason in zip(ends, ["length", "stop", "length", "length"], strict=True):
+        o.finish_reason = reason
+    assert ClientStreams.from_outcomes(ends, "completions").finished_by_length == 3
+
+
+@pytest.mark.parametrize(("accepted_client", "by_length", "reconciled", "within"), [
+    (653, 8, True, True),     # exact: no residual
+    (621, 8, True, True),     # 32 short = k × 8 at their limit, the allowance's edge (4.9 %)
+    (620, 8, False, False),   # 33 short: one past it
+    (660, 8, True, False),    # 7 over (1.1 %): within tolerance, not the cut-off tokens
+    (637, 0, True, False),    # 13 short of 650 (2.0 % exactly), no request at its limit
+    (636, 0, False, False),   # 14 short: past the tolerance
+])
+def test_the_residual_is_judged_at_its_edges(accepted_client: int, by_length: int,
+                                             reconciled: bool, within: bool) -> None:
+    m = _metrics(**(REFERENCE | {"spec_accepted_tokens": 650.0 if by_length == 0 else 653.0}),
+                 generation_tokens=1024.0, requests_finished=8.0)
+    client = _client(chunks=1024 - accepted_client).model_copy(
+        update={"finished_by_length": by_length})
+    r = _report(m, client, max_concurrency=1).reconciliation
+    assert (r.reconciled, r.residual_within_allowance) == (reconciled, within)
+
+
+def test_output_tokens_are_judged_at_the_tolerance_and_zero_counts_are_exact() -> None:
+    m = _metrics(**REFERENCE, generation_tokens=1000.0, requests_finished=8.0)
+    edge = _report(m, _client(output=980 + 642, chunks=980).model_copy(
+        update={"output_tokens": 980}), max_concurrency=1).reconciliation
+    assert edge.output_rel_diff == pytest.approx(0.02) and edge.reconciled is True
+    past = _report(m, _client(output=979, chunks=979 - 642), max_concurrency=1).reconciliation
+    assert past.reconciled is False
+    # a server that accepted nothing: 0 against 0 is exact, anything against 0 is unknown
+    zero = _metrics(spec_draft_tokens=0.0, spec_accepted_tokens=0.0, spec_drafts=0.0,
+                    generation_tokens=8.0, requests_finished=1.0)
+    same = _report(zero, _client(output=8, chunks=8, requests=1), max_concurrency=1)
+    assert same.reconciliation.accepted_rel_diff == 0.0
+    s = same.server
+    assert s is not None and (s.acceptance_rate, s.mean_acceptance_length) == (None, None)
+    more = _report(zero, _client(output=8, chunks=5, requests=1), max_concurrency=1)
+    assert more.reconciliation.accepted_rel_diff is None
+    one = _metrics(**(REFERENCE | {"spec_accepted_tokens": 1.0}), generation_tokens=8.0)
+    assert _report(one, _client(output=8, chunks=5, requests=1),
+                   max_concurrency=1).reconciliation.accepted_rel_diff == 2.0
 
 
 def test_what_the_server_lacks_or_other_traffic_stops_the_check() -> None:
@@ -145,3 +247,20 @@ def test_llamacpp_timings_give_the_per_request_side() -> None:
     assert report.server is not None and report.server.accepted_tokens == 12
     assert report.timings_rel_diff == 0
     assert "one event per token" in (report.reconciliation.why_not or "")
+
+
+def test_a_server_with_half_the_draft_counters_or_none_in_its_timings() -> None:
+    half = _metrics(spec_draft_tokens=100.0, generation_tokens=1024.0)  # no accepted counter
+    assert _report(half, _client(), max_concurrency=1).server is None
+    r = _report(_metrics(**{k: v for k, v in REFERENCE.items()
+                            if k != "spec_accepted_per_position"}, generation_tokens=1024.0),
+                _client(), max_concurrency=1).reconciliation
+    assert r.truncation_allowance is None and r.residual_within_allowance is None  # k unknown
+    m = _metrics("llamacpp", spec_draft_tokens=0.0, spec_accepted_tokens=0.0,
+                 generation_tokens=8.0)
+    none = _report(m, _client(output=8, chunks=8, requests=1), max_concurrency=1,
+                   server_timings=[None, {"predicted_n": 8}])
+    assert none.timings is None and none.timings_rel_diff is None
+    idle = _report(m, _client(output=8, chunks=8, requests=1), max_concurrency=1,
+                   server_timings=[{"draft_n": 0, "draft_n_accepted": 0}])
+    assert idle.timings is not None and idle.timings.acceptance_rate is None

@@ -73,3 +73,95 @@ def test_a_template_that_cannot_render_is_named(tokenizer: Any) -> None:
         ContextFit(tokenizer, 1000, template=raising).check([_chat("hi")], "--input-len",
                                                             "a prompt")
     assert err.value.field == "--endpoint" and "only user and assistant" in err.value.message
+
+
+def _ids(n: int, out: int | None) -> bytes:
+    return json.dumps({"prompt": list(range(n))} | ({"max_tokens": out} if out else {})
+                      ).encode()
+
+
+def test_the_longest_prompt_with_its_output_is_the_one_held(tokenizer: Any) -> None:
+    """A short prompt with a long output can pass the context where the longest prompt does
+    not: prompt and output are summed per request, not maximised apart."""
+    bodies = [_ids(10, 100), _ids(40, 5)]
+    with pytest.raises(UsageError) as err:
+        ContextFit(tokenizer, 100).check(bodies, "--input-len", "a prompt")
+    assert err.value.field == "--output-len"
+    assert err.value.message == (
+        "a prompt of 10 tokens and 100 to generate pass the engine's max_model_len 100: it "
+        "would refuse such a request; lower input_len or output_len, or raise "
+        "engine.max_model_len")  # ids as sent: nothing added, so no "as the engine counts it"
+    with pytest.raises(UsageError) as alone:
+        ContextFit(tokenizer, 40).check(bodies, "--input-len", "a prompt")
+    assert alone.value.message == (
+        "a prompt of 40 tokens fills the engine's max_model_len 40 by itself: it would refuse "
+        "such a request (no token left to generate); lower input_len, or raise "
+        "engine.max_model_len")
+
+
+def test_a_warmup_past_the_context_names_its_own_field(tokenizer: Any) -> None:
+    """A prompt file's warmups are its later lines: one past the context with its output is
+    the warmups' count to lower, not the output length."""
+    with pytest.raises(UsageError) as err:
+        ContextFit(tokenizer, 50).check([_ids(30, 30)], "--num-warmups", "a warmup's prompt")
+    assert err.value.field == "--num-warmups"
+
+
+def test_a_body_without_max_tokens_leaves_the_length_to_the_engine(tokenizer: Any) -> None:
+    """No length key: nothing to generate is counted, so a prompt one token under SGLang's
+    context is not refused for an output it never asked for."""
+    assert ContextFit(tokenizer, 100).served(_ids(99, None)) == (99, 99, 0)
+    ContextFit(tokenizer, 100, refuses_at_context=True).check([_ids(99, None)], "--input-len",
+                                                              "a prompt")
+
+
+def test_every_message_and_text_part_is_counted_without_a_template(tokenizer: Any) -> None:
+    """Without a template (a base model's tokenizer) the prompt is its messages' text, one
+    after another as the engines join them; a text part without text, or a message without
+    content (a tool call's), adds nothing."""
+    messages = [{"role": "system", "content": "alpha bravo"},
+                {"role": "user", "content": [{"type": "text", "text": "charlie"},
+                                             {"type": "text"},
+                                             {"type": "text", "text": "delta"}]},
+                {"role": "assistant", "content": None}]
+    body = json.dumps({"messages": messages, "max_tokens": 3}).encode()
+    bare = tokenizer.chat_template
+    tokenizer.chat_template = None
+    try:
+        served, own, out = ContextFit(tokenizer, 10_000).served(body)
+    finally:
+        tokenizer.chat_template = bare
+    expected = len(tokenizer.encode("alpha bravo\ncharlie\n\ndelta\n",
+                                    add_special_tokens=False))
+    assert (served, own, out) == (expected, expected, 3)
+
+
+def test_a_template_that_cannot_render_says_what_to_do(tokenizer: Any) -> None:
+    raising = "{{ raise_exception('no system role') }}"
+    with pytest.raises(UsageError) as err:
+        ContextFit(tokenizer, 1000, template=raising).check([_chat("hi")], "--input-len",
+                                                            "a prompt")
+    assert err.value.message.startswith(
+        "the chat template the engine applies cannot render this request (TemplateError: ")
+    assert err.value.message.endswith(
+        "): the engine would refuse every chat request; fix the template (engine.args "
+        "--chat-template) or use endpoint: completions")
+
+
+def test_the_tokens_a_template_adds_are_counted_per_request(tokenizer: Any) -> None:
+    """A template may add tokens to some requests only (here a preamble before long
+    messages): the request held to the context is the one whose prompt as served plus its
+    output is longest, not the one whose own prompt plus output is."""
+    template = ("{% for m in messages %}{% if m['content'] | length > 10 %}"
+                "{{ 'pad ' * 80 }}{% endif %}{{ m['content'] }}{% endfor %}")
+    short, long = _chat("hi", out=60), _chat("hello there friend", out=5)
+    probe = ContextFit(tokenizer, 10_000, template=template)
+    (sa, oa, xa), (sb, ob, xb) = probe.served(short), probe.served(long)
+    assert sb + xb > sa + xa and oa + xa > ob + xb  # the premise: the two orders disagree
+    ctx = sb + xb - 1
+    assert sa + xa <= ctx and sb < ctx
+    with pytest.raises(UsageError, match=f"a prompt of {sb} tokens as the engine counts it "
+                       rf"\({ob} of its own, {sb - ob} its chat template or BOS adds\) and "
+                       f"{xb} to generate pass"):
+        ContextFit(tokenizer, ctx, template=template).check([short, long], "--input-len",
+                                                            "a prompt")
