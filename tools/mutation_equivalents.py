@@ -586,4 +586,29 @@ EQUIVALENT: dict[str, tuple[str, str]] = {
         (88, "for k, (d, fig) in enumerate(zip(devices, figures, strict=None)):"),
         (91, "for k, (d, fig) in enumerate(zip(devices, figures, )):"),
         (92, "for k, (d, fig) in enumerate(zip(devices, figures, strict=False)):"))},
+    # --- SGLang's memory plan (benchlib/memory/_sglang.py) ---
+    "benchlib.memory._sglang.x_sglang_cell_bytes__mutmut_37": (
+        'if a.sliding_window or a.count("sliding"):',
+        "ModelArch.sliding_window is set only where some layer slides (_arch_read: None "
+        "unless 'sliding' is among the layer kinds), so either test alone decides"),
+    **{f"benchlib.memory._sglang.x_sglang_pool__mutmut_{n}": (change, (
+        "a cell of 0 bytes cannot reach here: a model without KV layers is linear or Mamba "
+        "throughout, which sglang_cell_bytes refuses first"))
+       for n, change in (
+        (65, "tokens = max(0, int(rest * GIB // cell)) // page_size * page_size if (cell) or "
+             "True else 0"),
+        (76, "tokens = max(0, int(rest * GIB // cell)) // page_size * page_size if cell "
+             "else 1"))},
+    "benchlib.memory._sglang.x_sglang_pool__mutmut_74": (
+        "tokens = max(0, int(rest * GIB / cell)) // page_size * page_size if cell else 0",
+        "for a positive quotient int() of the true division is its floor (a pool's bytes over "
+        "a cell's stay far below 2**53); a negative one is clamped to 0 either way"),
+    "benchlib.memory._sglang.x_parse_sglang_log__mutmut_49": (
+        "if m.group(3) is not None:",
+        "groups 2 and 3 (K size, V size) are one branch of the alternation: they match "
+        "together or not at all"),
+    "benchlib.memory._sglang.x_parse_sglang_log__mutmut_118": (
+        'float(found["free_after_weights_gib"]) + float(found["weights_gib"]), 3)',
+        "SGLang prints both figures to two decimals, so their sum rounds alike at two "
+        "places or three"),
 }

@@ -55,6 +55,9 @@ def register(sub: Any) -> None:
                    "report, max_total_num_tokens)")
     p.add_argument("--mem-fraction-static", type=float, help="SGLang's; default: SGLang's own "
                    "heuristic for the GPU")
+    p.add_argument("--speculative", help="the speculative method the engine will run (eagle, "
+                   "mtp, ngram, draft …): vLLM profiles its rejection sampler, SGLang reserves "
+                   "memory for the draft (2 GiB, 6 for a draft model, none for n-gram)")
     p.add_argument("--decode-batch", type=int, default=32, help="batch B for the decode floor")
     p.add_argument("--decode-context", type=int, help="context per request for the decode "
                    "floor (default: --max-model-len)")
@@ -136,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
             vllm_version=args.vllm_version, decode_batch=args.decode_batch,
             decode_context=args.decode_context, mem_fraction_static=args.mem_fraction_static,
             quantization=args.quantization, language_model_only=args.language_model_only,
-            **adapter(args.engine).plan_settings)
+            speculative=args.speculative, **adapter(args.engine).plan_settings)
     except ValidationError as exc:
         raise UsageError("plan", validation_message(exc, flags=True)) from None
     if args.gpus_per_node is not None:

@@ -58,6 +58,7 @@ from benchlib.memory._sglang import (
     sglang_cell_bytes,
     sglang_mem_fraction_default,
     sglang_pool,
+    sglang_reserved_mib,
 )
 from benchlib.memory._sglang_cases import SGLangCaseResult, check_sglang_case
 from benchlib.memory._tokens import (
@@ -136,6 +137,7 @@ __all__ = [
     "sglang_cell_bytes",
     "sglang_mem_fraction_default",
     "sglang_pool",
+    "sglang_reserved_mib",
     "sweep_max_model_len",
     "text_for_tokens",
     "weight_plan",

@@ -255,7 +255,7 @@ def plan(cfg: PlanConfig, arch: ModelArch | None = None) -> Plan:
     pool = sglang_pool(a, weights_gib=weights.per_gpu_gib, tp=tp,
                        kv_cache_dtype=kv_dtype, gpu_memory_gib=memory,
                        mem_fraction_static=cfg.mem_fraction_static,
-                       ) if cfg.sglang_pool and memory else None
+                       speculative=cfg.speculative) if cfg.sglang_pool and memory else None
     return Plan(config=cfg, arch=a, gpu=gpu, tp=tp, num_gpus=num_gpus, memory_gib=memory,
                 bandwidth_gbs=bandwidth, max_model_len=max_len, params=params, weights=weights,
                 layout=layout, overhead=overhead, usable_gib=usable, kv_budget_gib=budget,

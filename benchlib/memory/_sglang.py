@@ -24,8 +24,10 @@ SGLang sizes its KV pool once, right after loading the weights (sources in ``sgl
   available_gpu_mem=Z GB".
 * ``server_args.py`` (``_handle_gpu_memory_settings``, PR #10975): when ``--mem-fraction-static``
   is not given it is ``round((gpu_mib − reserved_mib) / gpu_mib, 3)`` with ``reserved = 512 +
-  1.5 × max(chunked_prefill_size, 2048) + 2 × cuda_graph_max_bs + 1024 × tp / 8`` MiB, at least
-  10 GiB on GPUs over 60 GiB (:func:`sglang_mem_fraction_default`).
+  1.5 × max(chunked_prefill_size, 2048) + 2 × cuda_graph_max_bs + 1024 × tp × pp / 8`` MiB
+  (the chunk and graph batch by the GPU's memory and TP), at least 10 GiB on GPUs over 60 GiB,
+  then 2 GiB for an EAGLE-type draft or 6 GiB for a draft model
+  (:func:`sglang_mem_fraction_default`).
 
 Not modelled: SGLang's hybrid pools (SWA, Mamba/linear attention), the NSA indexer cache,
 speculative-decoding draft pools and ``--max-total-tokens`` caps; :func:`sglang_pool` says so in
@@ -38,6 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,6 +56,7 @@ __all__ = [
     "sglang_cell_bytes",
     "sglang_mem_fraction_default",
     "sglang_pool",
+    "sglang_reserved_mib",
 ]
 
 GIB = 1024**3
@@ -110,26 +114,56 @@ def sglang_cell_bytes(a: ModelArch, *, tp: int = 1, kv_cache_dtype: str = "auto"
     return sum(x.bytes_per_token for x in layout.layers), notes
 
 
-def sglang_mem_fraction_default(gpu_memory_gib: float, *, tp: int = 1,
-                                chunked_prefill_size: int | None = None,
-                                cuda_graph_max_bs: int | None = None) -> float:
-    """``--mem-fraction-static`` SGLang picks when none is given (``server_args.py``)."""
+#: SGLang's defaults by GPU memory (MiB below which each row holds): chunked prefill size,
+#: CUDA-graph max batch below TP 4, and at TP 4 or more (``server_args.py``, 0.5.8–0.5.9)
+_SGLANG_TIERS = ((20 * 1024, 2048, 8, 8), (35 * 1024, 2048, 24, 80),
+                 (60 * 1024, 4096, 32, 160), (160 * 1024, 8192, 256, 512))
+_SGLANG_TOP = (16384, 512, 512)
+#: SGLang's speculative reserve, added after the 10 GiB floor: a draft model (its
+#: STANDALONE) 6 GiB, EAGLE-type drafts (EAGLE, EAGLE3, NEXTN/MTP) 2 GiB, n-gram none
+_SGLANG_SPEC_MIB = {"draft": 6 * 1024, "standalone": 6 * 1024, "ngram": 0}
+
+
+def sglang_reserved_mib(gpu_memory_gib: float, *, tp: int = 1, pp: int = 1,
+                        chunked_prefill_size: int | None = None,
+                        max_prefill_tokens: int = 16384,
+                        cuda_graph_max_bs: int | None = None,
+                        dp_attention_size: int | None = None,
+                        speculative: str | None = None) -> float:
+    """The MiB SGLang keeps out of its static memory when ``--mem-fraction-static`` is not given
+    (``server_args.py``'s ``_handle_gpu_memory_settings``, read in 0.5.8–0.5.9): the chunk and
+    graph batch by the GPU's memory (and TP), ``512 + 1.5 × max(chunk, 2048) + 2 × graph batch
+    + 1024 × tp × pp / 8``, dp attention's graph buffers, at least 10 GiB above 60 GiB, then the
+    speculative draft's reserve. ``chunked_prefill_size`` ≤ 0 (chunking off) reserves for
+    ``max_prefill_tokens`` instead; ``speculative``: the method (draft, ngram, eagle, mtp …)."""
     gpu_mib = gpu_memory_gib * 1024
-    chunk = chunked_prefill_size or (2048 if gpu_memory_gib < 35 else
-                                     8192 if gpu_memory_gib < 160 else 16384)
-    graph_bs = cuda_graph_max_bs or (24 if gpu_memory_gib < 35 else
-                                     256 if gpu_memory_gib < 160 else 512)
-    reserved = 512 + 1.5 * max(chunk, 2048) + 2 * graph_bs + 1024 * tp / 8
+    chunk_default, bs_small, bs_large = next(
+        (row[1:] for row in _SGLANG_TIERS if gpu_mib < row[0]), _SGLANG_TOP)
+    chunk = chunked_prefill_size if chunked_prefill_size is not None else chunk_default
+    graph_bs = cuda_graph_max_bs or (bs_small if tp < 4 else bs_large)
+    reserved = 512 + 1.5 * max(chunk if chunk > 0 else max_prefill_tokens, 2048)
+    reserved += 2 * graph_bs + 1024 * tp * pp / 8
+    if dp_attention_size:
+        reserved += graph_bs * dp_attention_size * (3 + 1.5 * (graph_bs > 300))
     if gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
-    return round((gpu_mib - reserved) / gpu_mib, 3)
+    if speculative:
+        reserved += _SGLANG_SPEC_MIB.get(speculative.lower(), 2 * 1024)
+    return reserved
+
+
+def sglang_mem_fraction_default(gpu_memory_gib: float, **settings: Any) -> float:
+    """``--mem-fraction-static`` SGLang picks when none is given: what it does not reserve
+    (:func:`sglang_reserved_mib`, which takes the same ``settings``), to three decimals."""
+    gpu_mib = gpu_memory_gib * 1024
+    return round((gpu_mib - sglang_reserved_mib(gpu_memory_gib, **settings)) / gpu_mib, 3)
 
 
 def sglang_pool(a: ModelArch, *, weights_gib: float, tp: int = 1, kv_cache_dtype: str = "auto",
                 mem_fraction_static: float | None = None, gpu_memory_gib: float | None = None,
                 free_before_weights_gib: float | None = None,
-                free_after_weights_gib: float | None = None, page_size: int = 1
-                ) -> SGLangPool | None:
+                free_after_weights_gib: float | None = None, page_size: int = 1,
+                speculative: str | None = None) -> SGLangPool | None:
     """SGLang's pool for ``a`` on one GPU of a ``tp`` group.
 
     Free memory before/after the weights comes from a log when given (the exact figures SGLang
@@ -150,7 +184,8 @@ def sglang_pool(a: ModelArch, *, weights_gib: float, tp: int = 1, kv_cache_dtype
         if gpu_memory_gib is None:
             raise UsageError("--mem-fraction-static", "give it, or --gpu / --gpu-memory-gib "
                              "for SGLang's default")
-        mfs, mfs_source = sglang_mem_fraction_default(gpu_memory_gib, tp=tp), "default"
+        mfs, mfs_source = sglang_mem_fraction_default(gpu_memory_gib, tp=tp,
+                                                      speculative=speculative), "default"
     else:
         mfs, mfs_source = mem_fraction_static, "given"
     rest = after - before * (1 - mfs)
