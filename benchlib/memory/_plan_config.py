@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from benchlib.memory._kv import KV_CACHE_DTYPES
 from benchlib.memory._overhead import default_utilization
@@ -64,6 +64,13 @@ class PlanConfig(BaseModel):
     quantization: str | None = Field(
         None, description="vLLM's --quantization: must match the checkpoint's method; on an "
         "unquantized checkpoint fp8 (or bitsandbytes) quantizes at load")
+
+    @field_validator("speculative")
+    @classmethod
+    def _off_is_none(cls, value: str | None) -> str | None:
+        """The recipe's ``off`` (the kit's method for no speculation) is no method: neither
+        vLLM's rejection sampler nor SGLang's draft reserve is counted for it."""
+        return None if value is not None and value.lower() == "off" else value
 
     @property
     def utilization(self) -> float:

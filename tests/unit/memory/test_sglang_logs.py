@@ -146,6 +146,9 @@ def test_the_plans_sglang_default_reserves_for_its_draft(
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["sglang_mem_fraction_static"] == eagle["sglang_mem_fraction_static"]
+    # the recipe's "off" is no method at all: no reserve
+    off = plan(PlanConfig(model=config, gpu="H100-SXM", sglang_pool=True, speculative="off"))
+    assert off.config.speculative is None and off.summary() == plain
 
 
 def test_plan_says_what_sglang_reports_only_for_sglang() -> None:
