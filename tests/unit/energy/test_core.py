@@ -5,6 +5,8 @@ peaks, clocks, throttle reasons, and null — never 0 — where a figure is not 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -207,10 +209,24 @@ def test_windows_hold_their_edges_and_interpolation_its_corners() -> None:
     assert interpolate([(1.0, 5.0), (1.0, 5.0), (2.0, 9.0)], 1.0) == 5.0  # a repeated read
 
 
+def _reads(counts: Sequence[tuple[float, int | None]]) -> list[Sample]:
+    """One device's counter (no power sensor) read at the given times."""
+    return [Sample(float(t), (Reading(counter=c),)) for t, c in counts]
+
+
+#: a RAPL package: a counter in joules, no power sensor
+PACKAGE = Device("package-0", counter_unit_j=1.0, power_source="none")
+
+
+def _rapl(counts: Sequence[tuple[float, int | None]], idle: Window, window: Window
+          ) -> EnergyResult:
+    return energy_figures("rapl", [PACKAGE], _reads(counts), interval_s=1.0, idle=idle,
+                          window=window, output_tokens=10, requests=1)
+
+
 def _counts(values: list[int | None], unit: float = 1.0) -> list[tuple[float, float]]:
     device = Device("GPU 0", counter_unit_j=unit, power_source="none")
-    reads = [Sample(float(t), (Reading(counter=c),)) for t, c in enumerate(values)]
-    points, why = counter_series(reads, 0, device)
+    points, why = counter_series(_reads(list(enumerate(values))), 0, device)
     assert why is None
     return points
 
@@ -221,8 +237,7 @@ def test_a_counter_starts_at_zero_and_skips_a_read_it_missed() -> None:
 
 def test_a_counter_that_went_down_is_named_in_full() -> None:
     device = Device("GPU 3", counter_unit_j=1.0, power_source="instant")
-    reads = [Sample(float(t), (Reading(counter=c),)) for t, c in enumerate([50, 10])]
-    assert counter_series(reads, 0, device) == ([], (
+    assert counter_series(_reads([(0.0, 50), (1.0, 10)]), 0, device) == ([], (
         "GPU 3: the energy counter went down (50 → 10: the driver was reloaded?); its energy "
         "is integrated from power instead"))
 
@@ -259,14 +274,10 @@ def test_no_read_after_the_window_is_named_in_full() -> None:
 
 
 def test_a_peak_from_counters_skips_a_missed_read_and_needs_two_reads() -> None:
-    device = Device("package-0", counter_unit_j=1.0, power_source="none")
-    reads = [Sample(float(t), (Reading(counter=c),))
-             for t, c in enumerate([0, 10, None, 40, 45, 50])]
-    r = energy_figures("rapl", [device], reads, interval_s=1.0, idle=Window(0.0, 1.0),
-                       window=Window(0.5, 4.5), output_tokens=10, requests=1)
+    counts = list(enumerate([0, 10, None, 40, 45, 50]))
+    r = _rapl(counts, idle=Window(0.0, 1.0), window=Window(0.5, 4.5))
     assert r.peak_power_w == 5.0  # 40→45: nothing across the missed read (10→40)
-    one = energy_figures("rapl", [device], reads, interval_s=1.0, idle=Window(0.0, 1.0),
-                         window=Window(3.5, 4.5), output_tokens=10, requests=1)
+    one = _rapl(counts, idle=Window(0.0, 1.0), window=Window(3.5, 4.5))
     assert one.peak_power_w is None  # one read inside: no interval to read a peak over
 
 
@@ -290,17 +301,12 @@ def test_only_a_negative_energy_above_idle_is_flagged() -> None:
 
 
 def test_a_repeated_sample_time_gives_no_step_and_no_division_by_zero() -> None:
-    device = Device("package-0", counter_unit_j=1.0, power_source="none")
-    reads = [Sample(t, (Reading(counter=c),))
-             for t, c in [(0.0, 0), (1.0, 10), (1.0, 10), (2.0, 16), (3.0, 20)]]
-    r = energy_figures("rapl", [device], reads, interval_s=1.0, idle=Window(0.0, 1.0),
-                       window=Window(0.5, 2.5), output_tokens=10, requests=1)
+    r = _rapl([(0.0, 0), (1.0, 10), (1.0, 10), (2.0, 16), (3.0, 20)], idle=Window(0.0, 1.0),
+              window=Window(0.5, 2.5))
     assert r.peak_power_w == 6.0
 
 
 def test_energy_exactly_at_idle_is_not_flagged_as_below_it() -> None:
-    device = Device("package-0", counter_unit_j=1.0, power_source="none")
-    reads = [Sample(float(t), (Reading(counter=100 * t),)) for t in range(6)]
-    r = energy_figures("rapl", [device], reads, interval_s=1.0, idle=Window(0.0, 2.0),
-                       window=Window(2.0, 4.0), output_tokens=10, requests=1)
+    r = _rapl([(float(t), 100 * t) for t in range(6)], idle=Window(0.0, 2.0),
+              window=Window(2.0, 4.0))
     assert r.energy_above_idle_j == 0.0 and r.flags == []
